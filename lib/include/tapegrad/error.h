@@ -1,0 +1,27 @@
+#pragma once
+// Every error tapegrad throws derives from tg::Error. Messages say what was expected,
+// what came, and where (the op name or module path).
+#include <stdexcept>
+#include <string>
+
+namespace tg {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Shapes that do not fit an op or module: the message names the op and both shapes.
+class ShapeError : public Error { using Error::Error; };
+/// An index out of range: gather indices, class targets, axes.
+class IndexError : public Error { using Error::Error; };
+/// A bad option or argument value (negative lr, p outside [0, 1), ...).
+class ValueError : public Error { using Error::Error; };
+/// Misuse of the autograd engine (backward twice through a freed graph, ...).
+class AutogradError : public Error { using Error::Error; };
+/// A checkpoint that cannot be read or does not fit the model.
+class CheckpointError : public Error { using Error::Error; };
+/// A file that cannot be opened, read or written.
+class IOError : public Error { using Error::Error; };
+
+}  // namespace tg

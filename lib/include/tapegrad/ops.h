@@ -1,0 +1,128 @@
+#pragma once
+// The differentiable ops. Each one is recorded on the tape when an input requires a
+// gradient. Shapes follow PyTorch: elementwise ops broadcast like numpy, axes may be
+// negative, and a mismatch throws tg::ShapeError naming the op and both shapes.
+//
+// Legend: B = batch, T = time, C = channels/features, N = rows, K = classes.
+#include <utility>
+#include <vector>
+
+#include "tapegrad/tensor.h"
+
+namespace tg {
+
+// ---- elementwise (broadcasting) ------------------------------------------------------
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, float s);
+Tensor mul(const Tensor& a, float s);
+/// s / a
+Tensor rdiv(float s, const Tensor& a);
+Tensor neg(const Tensor& a);
+/// a ** p with a scalar exponent.
+Tensor pow(const Tensor& a, float p);
+Tensor exp(const Tensor& a);
+Tensor log(const Tensor& a);
+Tensor sqrt(const Tensor& a);
+Tensor abs(const Tensor& a);
+Tensor tanh(const Tensor& a);
+Tensor sigmoid(const Tensor& a);
+Tensor relu(const Tensor& a);
+/// GELU: exact (erf) by default; approximate = true uses PyTorch's tanh form.
+Tensor gelu(const Tensor& a, bool approximate = false);
+
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator-(const Tensor& a) { return neg(a); }
+inline Tensor operator+(const Tensor& a, float s) { return add(a, s); }
+inline Tensor operator+(float s, const Tensor& a) { return add(a, s); }
+inline Tensor operator-(const Tensor& a, float s) { return add(a, -s); }
+inline Tensor operator-(float s, const Tensor& a) { return add(neg(a), s); }
+inline Tensor operator*(const Tensor& a, float s) { return mul(a, s); }
+inline Tensor operator*(float s, const Tensor& a) { return mul(a, s); }
+inline Tensor operator/(const Tensor& a, float s) { return mul(a, 1.0f / s); }
+inline Tensor operator/(float s, const Tensor& a) { return rdiv(s, a); }
+
+// ---- reductions ----------------------------------------------------------------------
+/// Sum of every element: a 0-d tensor.
+Tensor sum(const Tensor& a);
+Tensor sum(const Tensor& a, const std::vector<int64_t>& axes, bool keepdim = false);
+Tensor mean(const Tensor& a);
+Tensor mean(const Tensor& a, const std::vector<int64_t>& axes, bool keepdim = false);
+/// Max along one axis: the values, and the argmax indices. The gradient goes to the argmax
+/// (the first one on ties).
+std::pair<Tensor, Indices> max(const Tensor& a, int64_t axis, bool keepdim = false);
+
+// ---- softmax family ----------------------------------------------------------------------
+Tensor softmax(const Tensor& a, int64_t axis = -1);
+Tensor log_softmax(const Tensor& a, int64_t axis = -1);
+
+// ---- products ---------------------------------------------------------------------------
+/// torch.matmul: 1-D·1-D, 2-D, and batched N-D with broadcast batch dims. Every product is
+/// one BLAS sgemm (transposes by flag, never copied).
+Tensor matmul(const Tensor& a, const Tensor& b);
+/// y = x Wᵀ + b: x (..., in), weight (out, in), bias (out) or undefined -> (..., out).
+/// The bias is folded into the GEMM.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+// ---- shape ops ----------------------------------------------------------------------------
+Tensor transpose(const Tensor& a, int64_t d0, int64_t d1);
+Tensor permute(const Tensor& a, const std::vector<int64_t>& dims);
+/// One dimension may be -1 (inferred).
+Tensor reshape(const Tensor& a, const Shape& shape);
+/// Merges dims start..end (inclusive) into one.
+Tensor flatten(const Tensor& a, int64_t start = 0, int64_t end = -1);
+/// Removes every size-1 dim, or the given one (only if it has size 1).
+Tensor squeeze(const Tensor& a);
+Tensor squeeze(const Tensor& a, int64_t dim);
+Tensor unsqueeze(const Tensor& a, int64_t dim);
+Tensor cat(const std::vector<Tensor>& tensors, int64_t axis = 0);
+/// The slice [start, start + length) of one dim.
+Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length);
+/// Same as narrow with Python slice semantics: [start, end), negative values count from the end.
+Tensor slice(const Tensor& a, int64_t dim, int64_t start, int64_t end);
+
+// ---- indexing -----------------------------------------------------------------------------
+/// Rows of `a` along `axis` picked by 1-D indices; the gradient scatter-adds (repeats add up).
+Tensor index_select(const Tensor& a, int64_t axis, const Indices& index);
+/// Embedding lookup: weight (V, C), ids of any shape S -> (S..., C). Rows equal to
+/// padding_idx (if >= 0) receive no gradient.
+Tensor embedding(const Tensor& weight, const Indices& ids, int64_t padding_idx = -1);
+/// A mask is a tensor of 0/1 values (nonzero = true), broadcast to a's shape.
+Tensor masked_fill(const Tensor& a, const Tensor& mask, float value);
+/// cond ? a : b elementwise, everything broadcast together.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+
+// ---- neural-network ops -------------------------------------------------------------------
+/// Zeroes elements with probability p and scales the rest by 1/(1-p); identity when
+/// training is false or p == 0. Draws from the global generator.
+Tensor dropout(const Tensor& a, float p, bool training);
+/// Normalizes over the trailing dims `normalized_shape`; weight and bias may be undefined.
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), float eps = 1e-5f);
+
+enum class Reduction { None, Mean, Sum };
+
+struct CrossEntropyOptions {
+  Reduction reduction = Reduction::Mean;
+  int64_t ignore_index = -100;
+  float label_smoothing = 0.0f;
+  CrossEntropyOptions& set_reduction(Reduction r) { reduction = r; return *this; }
+  CrossEntropyOptions& set_ignore_index(int64_t i) { ignore_index = i; return *this; }
+  CrossEntropyOptions& set_label_smoothing(float s) { label_smoothing = s; return *this; }
+};
+
+/// logits (N, K) or (N, K, d...) with class targets (N) or (N, d...), as in PyTorch.
+/// Mean reduction divides by the number of targets that are not ignore_index.
+Tensor cross_entropy(const Tensor& logits, const Indices& targets,
+                     const CrossEntropyOptions& options = CrossEntropyOptions());
+/// Negative log-likelihood of log-probabilities (N, K) or (N, K, d...).
+Tensor nll_loss(const Tensor& log_probs, const Indices& targets,
+                const CrossEntropyOptions& options = CrossEntropyOptions());
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+
+}  // namespace tg

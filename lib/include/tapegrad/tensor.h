@@ -1,0 +1,147 @@
+#pragma once
+// tg::Tensor: a cheap shared handle over float32, row-major data.
+//
+// The values live in an xtensor array inside the library; this header does not include
+// xtensor, so code that only uses tensors compiles fast. Include <tapegrad/xtensor.h> to
+// reach the array itself.
+//
+// A tensor that requires a gradient records every op applied to it on the tape; calling
+// backward() on a scalar result replays the tape in reverse and fills .grad() of the leaves.
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tapegrad/error.h"
+
+namespace tg {
+
+using Shape = std::vector<int64_t>;
+
+/// "[2, 3]": how shapes appear in every error message.
+std::string to_string(const Shape& shape);
+
+namespace detail {
+struct TensorImpl;
+}
+
+/// A mutable window on a tensor's values, for reading and setting them without xtensor.
+class DataView {
+ public:
+  DataView(float* ptr, Shape shape);
+  float* data() const { return ptr_; }
+  int64_t size() const;
+  const Shape& shape() const { return shape_; }
+  float* begin() const { return ptr_; }
+  float* end() const { return ptr_ + size(); }
+  /// Flat, row-major element access, bounds-checked.
+  float& operator[](int64_t i) const;
+  /// Multi-index access, bounds-checked: view(1, 2) on a 2-D tensor.
+  template <class... I>
+  float& operator()(I... idx) const {
+    const int64_t index[] = {static_cast<int64_t>(idx)...};
+    return at(index, sizeof...(I));
+  }
+  void fill(float value) const;
+  /// Copies values in row-major order; the count must equal size().
+  void assign(const std::vector<float>& values) const;
+
+ private:
+  float& at(const int64_t* index, size_t rank) const;
+  float* ptr_;
+  Shape shape_;
+};
+
+class Tensor {
+ public:
+  /// An undefined tensor (like a default-constructed torch::Tensor): defined() is false.
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<detail::TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  Shape shape() const;
+  int64_t dim() const;
+  /// Size of one dimension; negative d counts from the end.
+  int64_t size(int64_t d) const;
+  int64_t numel() const;
+
+  /// The values, mutable: w.data()(0, 1) = 0.5f sets one weight.
+  DataView data() const;
+  float* data_ptr() const;
+  std::vector<float> to_vector() const;
+  /// The single value of a one-element tensor.
+  float item() const;
+
+  /// The accumulated gradient; undefined until a backward pass reaches this tensor.
+  Tensor grad() const;
+  /// Replaces the gradient (used by optimizers and checkpoints); undefined clears it.
+  void set_grad(const Tensor& g) const;
+  /// Zeroes the gradient in place (keeping its buffer), if there is one.
+  void zero_grad() const;
+
+  bool requires_grad() const;
+  /// Only leaves can change this: marks the tensor as a parameter to differentiate.
+  const Tensor& requires_grad_(bool on = true) const;
+  /// A leaf was created by the user; a non-leaf came out of a recorded op.
+  bool is_leaf() const;
+  /// Keep the gradient of a non-leaf tensor after backward (leaves always keep theirs).
+  void retain_grad() const;
+  /// The name of the op that produced this tensor ("matmul"), or "" for a leaf.
+  std::string op_name() const;
+
+  /// Backpropagates from this tensor. A non-scalar needs an explicit upstream gradient.
+  /// Saved values are freed afterwards unless retain_graph is true.
+  void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
+
+  /// A new leaf sharing this tensor's values, cut from the tape.
+  Tensor detach() const;
+  /// A new leaf with a copy of the values.
+  Tensor clone() const;
+  /// Copies values from `src` (same shape) without recording anything.
+  void copy_(const Tensor& src) const;
+
+  std::string to_string() const;
+
+  /// True if both handles point at the same tensor.
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  const std::shared_ptr<detail::TensorImpl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<detail::TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+/// Integer indices (class targets, token ids, gather indices): a type of their own, so a
+/// float tensor can never be mistaken for indices. No gradient flows through them.
+struct Indices {
+  std::vector<int64_t> values;
+  Shape shape;
+
+  Indices() = default;
+  Indices(std::vector<int64_t> v, Shape s);
+  Indices(std::initializer_list<int64_t> v);  // 1-D
+  int64_t numel() const { return static_cast<int64_t>(values.size()); }
+};
+
+// ---- factories ------------------------------------------------------------------------
+Tensor tensor(const std::vector<float>& values, const Shape& shape, bool requires_grad = false);
+Tensor tensor(std::initializer_list<float> values, bool requires_grad = false);  // 1-D
+Tensor tensor(std::initializer_list<std::initializer_list<float>> rows,
+              bool requires_grad = false);  // 2-D
+Tensor scalar(float value, bool requires_grad = false);
+Tensor zeros(const Shape& shape, bool requires_grad = false);
+Tensor ones(const Shape& shape, bool requires_grad = false);
+Tensor full(const Shape& shape, float value, bool requires_grad = false);
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+/// [start, end) in steps of `step`, as a 1-D tensor.
+Tensor arange(float start, float end, float step = 1.0f);
+Tensor arange(int64_t n);
+/// Uniform in [0, 1) and standard normal, from the global generator (see random.h).
+Tensor rand(const Shape& shape, bool requires_grad = false);
+Tensor randn(const Shape& shape, bool requires_grad = false);
+
+}  // namespace tg

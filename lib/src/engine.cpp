@@ -1,0 +1,269 @@
+// The tape: recording ops, and replaying them in reverse.
+//
+// Every recorded op gets a sequence number from a global counter, so sorting the nodes
+// reachable from the root by descending sequence number is a valid reverse topological
+// order: an op always runs after the ops that consumed its output. Nothing recurses, so a
+// chain of 100,000 ops is as safe as a chain of three.
+#include <algorithm>
+#include <atomic>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <xtensor/xmath.hpp>
+#include <xtensor/xstrided_view.hpp>
+
+#include "internal.h"
+
+namespace tg {
+namespace detail {
+
+namespace {
+thread_local bool grad_enabled = true;
+std::atomic<uint64_t> next_seq{1};
+}  // namespace
+
+bool BackwardContext::needs(size_t i) const { return node_.inputs.at(i) != nullptr; }
+
+void BackwardContext::give(size_t i, Array g) {
+  if (!needs(i)) return;
+  if (node_.has_pending[i]) {
+    node_.pending_in[i] += g;
+  } else {
+    node_.pending_in[i] = std::move(g);
+    node_.has_pending[i] = true;
+  }
+}
+
+Node::~Node() {
+  // Destroying the last handle of a long chain would otherwise recurse once per op.
+  // Move the nodes this one owns alone into a list and destroy them from a loop.
+  static thread_local std::vector<std::shared_ptr<Node>>* pending = nullptr;
+  std::vector<std::shared_ptr<Node>> local;
+  const bool top = pending == nullptr;
+  if (top) pending = &local;
+  for (auto& in : inputs) {
+    if (in && in.use_count() == 1 && in->grad_fn) pending->push_back(std::move(in->grad_fn));
+  }
+  inputs.clear();
+  if (top) {
+    while (!local.empty()) {
+      auto n = std::move(local.back());
+      local.pop_back();
+      n.reset();  // may push more nodes onto `local`
+    }
+    pending = nullptr;
+  }
+}
+
+bool any_requires_grad(const std::vector<Tensor>& inputs) {
+  if (!grad_enabled) return false;
+  for (const auto& t : inputs)
+    if (t.defined() && t.impl()->requires_grad) return true;
+  return false;
+}
+
+Tensor make_leaf(Array value, bool requires_grad) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->value = std::make_shared<Array>(std::move(value));
+  impl->requires_grad = requires_grad;
+  return Tensor(std::move(impl));
+}
+
+Tensor record(const char* name, std::shared_ptr<Array> value, const std::vector<Tensor>& inputs,
+              BackwardFn fn) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->value = std::move(value);
+  if (any_requires_grad(inputs)) {
+    auto node = std::make_shared<Node>();
+    node->name = name;
+    node->seq = next_seq.fetch_add(1, std::memory_order_relaxed);
+    node->inputs.reserve(inputs.size());
+    node->input_shapes.reserve(inputs.size());
+    for (const auto& t : inputs) {
+      const bool wants = t.defined() && t.impl()->requires_grad;
+      node->inputs.push_back(wants ? t.impl() : nullptr);
+      node->input_shapes.push_back(t.defined() ? shape_of(val(t)) : Shape{});
+    }
+    node->backward = std::move(fn);
+    node->output = impl;
+    impl->grad_fn = std::move(node);
+    impl->requires_grad = true;
+  }
+  return Tensor(std::move(impl));
+}
+
+Tensor record(const char* name, Array value, const std::vector<Tensor>& inputs, BackwardFn fn) {
+  return record(name, std::make_shared<Array>(std::move(value)), inputs, std::move(fn));
+}
+
+namespace {
+
+void accumulate(std::shared_ptr<Array>& dst, Array&& g) {
+  if (!dst) {
+    dst = std::make_shared<Array>(std::move(g));
+  } else {
+    *dst += g;
+  }
+}
+
+}  // namespace
+
+void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
+  if (!root.defined()) throw AutogradError("backward: the tensor is undefined");
+  TensorImpl& r = *root.impl();
+  if (!r.requires_grad)
+    throw AutogradError(
+        "backward: the tensor does not require grad and has no grad_fn (shape " +
+        to_string(shape_of(*r.value)) + ")");
+  Array seed;
+  if (grad.defined()) {
+    if (shape_of(val(grad)) != shape_of(*r.value))
+      throw ShapeError("backward: gradient shape " + to_string(shape_of(val(grad))) +
+                       " does not match the tensor's shape " + to_string(shape_of(*r.value)));
+    seed = val(grad);
+  } else {
+    if (r.value->size() != 1)
+      throw AutogradError(
+          "backward: grad can be implicitly created only for scalar outputs, but the tensor "
+          "has shape " +
+          to_string(shape_of(*r.value)) + "; pass an upstream gradient of that shape");
+    seed = xt::ones<float>(r.value->shape());
+  }
+  if (!r.grad_fn) {  // a leaf: its gradient is the seed
+    accumulate(r.grad, std::move(seed));
+    return;
+  }
+
+  // Collect the nodes reachable from the root (iteratively) and order them newest first.
+  std::vector<Node*> order;
+  std::unordered_set<Node*> seen;
+  std::vector<Node*> stack{r.grad_fn.get()};
+  seen.insert(stack.back());
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    order.push_back(n);
+    for (const auto& in : n->inputs) {
+      if (in && in->grad_fn && seen.insert(in->grad_fn.get()).second)
+        stack.push_back(in->grad_fn.get());
+    }
+  }
+  std::sort(order.begin(), order.end(), [](Node* a, Node* b) { return a->seq > b->seq; });
+
+  // The gradient of each node's output, filled by its consumers before the node runs.
+  std::unordered_map<Node*, Array> out_grad;
+  out_grad.reserve(order.size());
+  out_grad.emplace(r.grad_fn.get(), std::move(seed));
+
+  for (Node* n : order) {
+    auto it = out_grad.find(n);
+    if (it == out_grad.end()) continue;  // no path from the root's gradient reaches it
+    if (n->released)
+      throw AutogradError(std::string("backward: trying to backward through the graph a second "
+                                      "time (op '") +
+                          n->name +
+                          "'); its saved values were freed. Pass retain_graph = true to the "
+                          "first backward() if you need to call it twice");
+    Array g = std::move(it->second);
+    out_grad.erase(it);
+    if (auto out = n->output.lock(); out && out->retains_grad) accumulate(out->grad, Array(g));
+
+    n->pending_in.assign(n->inputs.size(), Array());
+    n->has_pending.assign(n->inputs.size(), false);
+    BackwardContext ctx(g, *n);
+    n->backward(ctx);
+
+    for (size_t i = 0; i < n->inputs.size(); ++i) {
+      if (!n->inputs[i] || !n->has_pending[i]) continue;
+      TensorImpl& in = *n->inputs[i];
+      Array gi = sum_to(n->pending_in[i], n->input_shapes[i]);
+      if (in.grad_fn) {
+        auto [slot, fresh] = out_grad.try_emplace(in.grad_fn.get());
+        if (fresh)
+          slot->second = std::move(gi);
+        else
+          slot->second += gi;
+      } else {
+        accumulate(in.grad, std::move(gi));
+      }
+    }
+    n->pending_in.clear();
+    n->has_pending.clear();
+    if (!retain_graph) {
+      n->backward = nullptr;  // frees the values the closure saved
+      n->released = true;
+    }
+  }
+}
+
+// ---- shape helpers -----------------------------------------------------------------------
+
+Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
+
+std::vector<size_t> to_xshape(const Shape& s) { return std::vector<size_t>(s.begin(), s.end()); }
+
+int64_t numel_of(const Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+AxisSplit split_at(const Shape& shape, size_t axis) {
+  AxisSplit s;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const auto d = static_cast<size_t>(shape[i]);
+    if (i < axis) s.outer *= d;
+    else if (i == axis) s.n = d;
+    else s.inner *= d;
+  }
+  return s;
+}
+
+void shape_error(const char* op, const std::string& what) {
+  throw ShapeError(std::string(op) + ": " + what);
+}
+
+size_t norm_axis(int64_t axis, size_t rank, const char* op) {
+  const int64_t r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r || (r == 0 && axis != 0 && axis != -1))
+    throw IndexError(std::string(op) + ": dimension " + std::to_string(axis) +
+                     " out of range for a tensor of rank " + std::to_string(rank) +
+                     " (expected [" + std::to_string(-r) + ", " + std::to_string(r - 1) + "])");
+  return static_cast<size_t>(axis < 0 ? axis + r : axis);
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  const size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      shape_error(op, "shapes " + to_string(a) + " and " + to_string(b) +
+                          " cannot be broadcast together (dim " + std::to_string(i) + ": " +
+                          std::to_string(da) + " vs " + std::to_string(db) + ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Array sum_to(const Array& g, const Shape& target) {
+  const Shape gs = shape_of(g);
+  if (gs == target) return g;
+  const size_t lead = gs.size() - target.size();
+  std::vector<size_t> axes;
+  for (size_t i = 0; i < gs.size(); ++i) {
+    if (i < lead || (target[i - lead] == 1 && gs[i] != 1)) axes.push_back(i);
+  }
+  Array r = xt::sum(g, axes, xt::evaluation_strategy::immediate);
+  r.reshape(to_xshape(target));
+  return r;
+}
+
+}  // namespace detail
+
+bool is_grad_enabled() { return detail::grad_enabled; }
+void set_grad_enabled(bool enabled) { detail::grad_enabled = enabled; }
+
+}  // namespace tg

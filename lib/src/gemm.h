@@ -1,0 +1,33 @@
+#pragma once
+// The one GEMM interface every product in tapegrad goes through (matmul, linear, attention).
+// Row-major, with leading dimensions, like cblas. Deliberately free of xtensor and cblas
+// headers: <cblas.h> cannot share a translation unit with xtensor-blas.
+#include <cstdint>
+
+namespace tg {
+namespace gemm {
+
+/// C[M,N] = alpha * op(A)[M,K] · op(B)[K,N] + beta * C, where op(X) = Xᵀ if trans_x.
+/// A is stored (M,K) or, transposed, (K,M); likewise B. beta = 0 ignores C's contents.
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+          const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+          int64_t ldc);
+
+/// `batch` independent GEMMs of the same shape at fixed strides (elements) between the
+/// operands; a stride of 0 reuses the same matrix (a broadcast operand).
+void gemm_strided_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                          float alpha, const float* A, int64_t lda, int64_t stride_a,
+                          const float* B, int64_t ldb, int64_t stride_b, float beta, float* C,
+                          int64_t ldc, int64_t stride_c, int64_t batch);
+
+/// The CPU implementation (OpenBLAS cblas_sgemm), always available.
+void cpu_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+              const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+              int64_t ldc);
+
+/// Threads for OpenBLAS.
+void cpu_set_num_threads(int n);
+int cpu_get_num_threads();
+
+}  // namespace gemm
+}  // namespace tg

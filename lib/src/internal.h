@@ -1,0 +1,98 @@
+#pragma once
+// Library-internal: the tensor's storage, the tape's nodes and the helpers that every op
+// uses to record itself. Not installed.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <xtensor/xarray.hpp>
+
+#include "tapegrad/autograd.h"
+#include "tapegrad/ops.h"
+#include "tapegrad/tensor.h"
+#include "tapegrad/xtensor.h"
+
+namespace tg {
+namespace detail {
+
+struct Node;
+
+struct TensorImpl {
+  std::shared_ptr<Array> value;  // shared so that backward closures can keep it alive
+  std::shared_ptr<Array> grad;   // leaves (and retain_grad non-leaves) after backward
+  std::shared_ptr<Node> grad_fn; // the op that produced this tensor; null for a leaf
+  bool requires_grad = false;
+  bool retains_grad = false;
+};
+
+/// What a backward closure sees: the gradient of the op's output, and where to send the
+/// gradients of its inputs.
+class BackwardContext {
+ public:
+  BackwardContext(const Array& grad, Node& node) : grad(grad), node_(node) {}
+  const Array& grad;  // dL/d(output), same shape as the output
+  /// Does input i want a gradient? Skip the work if not.
+  bool needs(size_t i) const;
+  /// dL/d(input i). It may have the broadcast shape; the engine sums it down to the input's
+  /// shape and accumulates it.
+  void give(size_t i, Array g);
+
+ private:
+  Node& node_;
+};
+
+using BackwardFn = std::function<void(BackwardContext&)>;
+
+/// One entry of the tape: an op's name, its inputs and its backward closure.
+struct Node {
+  const char* name = "";
+  uint64_t seq = 0;                                // execution order
+  std::vector<std::shared_ptr<TensorImpl>> inputs; // null where no gradient is needed
+  std::vector<Shape> input_shapes;
+  std::weak_ptr<TensorImpl> output;                // for retain_grad
+  BackwardFn backward;                             // freed after backward
+  bool released = false;
+  std::vector<Array> pending_in;                   // gradients given during one replay
+  std::vector<bool> has_pending;
+
+  Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  ~Node();  // tears long chains down without recursion
+};
+
+inline const Array& val(const Tensor& t) { return *t.impl()->value; }
+inline const std::shared_ptr<Array>& saved(const Tensor& t) { return t.impl()->value; }
+
+/// Wraps a fresh value as a tensor, recording `fn` on the tape when grad mode is on and
+/// some input requires a gradient.
+Tensor record(const char* name, Array value, const std::vector<Tensor>& inputs, BackwardFn fn);
+Tensor record(const char* name, std::shared_ptr<Array> value, const std::vector<Tensor>& inputs,
+              BackwardFn fn);
+/// True if recording `inputs` would create a node (lets ops skip saving work).
+bool any_requires_grad(const std::vector<Tensor>& inputs);
+
+Tensor make_leaf(Array value, bool requires_grad = false);
+
+// ---- shape helpers ----------------------------------------------------------------------
+Shape shape_of(const Array& a);
+std::vector<size_t> to_xshape(const Shape& s);
+int64_t numel_of(const Shape& s);
+/// Maps a possibly negative axis into [0, rank); throws IndexError naming the op.
+size_t norm_axis(int64_t axis, size_t rank, const char* op);
+/// numpy broadcasting of two shapes; throws ShapeError naming the op.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+/// Sums g down to `target` (the reverse of broadcasting).
+Array sum_to(const Array& g, const Shape& target);
+/// A row-major shape seen as (outer, n, inner) around one axis: element (o, i, j) sits at
+/// (o * n + i) * inner + j. Most axis-wise kernels loop over this.
+struct AxisSplit {
+  size_t outer = 1, n = 1, inner = 1;
+};
+AxisSplit split_at(const Shape& shape, size_t axis);
+[[noreturn]] void shape_error(const char* op, const std::string& what);
+
+}  // namespace detail
+}  // namespace tg

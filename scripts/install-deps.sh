@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs exactly the Debian 12 packages tapegrad needs. Idempotent: packages already
+# present are skipped, and apt is not touched at all when nothing is missing.
+#   scripts/install-deps.sh            build + test dependencies
+#   scripts/install-deps.sh --torch    also python3-torch (reference data, benchmarks)
+set -euo pipefail
+
+packages=(
+  g++ cmake make ccache             # toolchain
+  libxtensor-dev libxsimd-dev xtl-dev libxtensor-blas-dev   # arrays
+  libopenblas-dev                   # BLAS (sgemm)
+  libcereal-dev                     # checkpoints
+  libgtest-dev                      # tests
+  libcli11-dev                      # example command lines
+  python3-numpy                     # npz interop test
+  gnuplot-nox                       # loss-curve plots
+)
+if [[ "${1:-}" == "--torch" ]]; then packages+=(python3-torch); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if (( ${#missing[@]} == 0 )); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
