@@ -5,3 +5,4 @@
 #include "tapegrad/ops.h"
 #include "tapegrad/random.h"
 #include "tapegrad/tensor.h"
+#include "tapegrad/nn.h"

@@ -1,0 +1,105 @@
+#pragma once
+// tg::nn::Module: the base class of every layer, and of the modules users write.
+//
+// A module registers its parameters, buffers and submodules by name; traversal yields dotted
+// names in registration order, exactly as PyTorch's state_dict keys read
+// ("blocks.0.attn.q_proj.weight"). Modules are plain classes held by std::shared_ptr.
+//
+//   struct Affine : tg::nn::Module {
+//     tg::Tensor w, b;
+//     Affine(int64_t n) : Module("Affine") {
+//       w = register_parameter("w", tg::ones({n}));
+//       b = register_parameter("b", tg::zeros({n}));
+//     }
+//     tg::Tensor forward(const tg::Tensor& x) { return x * w + b; }
+//   };
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tapegrad/tensor.h"
+
+namespace tg {
+namespace nn {
+
+class Module : public std::enable_shared_from_this<Module> {
+ public:
+  explicit Module(std::string type_name = "Module");
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  /// Adds a parameter (a leaf that requires grad) and returns it.
+  Tensor register_parameter(const std::string& name, Tensor t, bool requires_grad = true);
+  /// Adds a buffer: state saved with the module that is not trained (running stats, masks).
+  Tensor register_buffer(const std::string& name, Tensor t);
+  /// Adds a submodule and returns it; its path becomes "<this path>.<name>".
+  template <class M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    add_child(name, module);
+    return module;
+  }
+
+  /// Parameters of this module and (if recurse) all submodules, in registration order.
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
+  /// Parameters then buffers: everything a checkpoint of this module holds.
+  std::vector<std::pair<std::string, Tensor>> named_state() const;
+  /// Direct submodules.
+  std::vector<std::shared_ptr<Module>> children() const;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
+  /// This module (name "") and every descendant, depth first.
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_modules();
+  /// A parameter or buffer by its dotted name (e.g. "blocks.0.ln1.weight"); throws
+  /// tg::IndexError naming the closest container if there is none.
+  Tensor find(const std::string& dotted_name) const;
+
+  /// Training mode, applied recursively (dropout is active only in training).
+  virtual void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  /// Zeroes every parameter's gradient; set_to_none drops the buffers instead.
+  void zero_grad(bool set_to_none = false);
+  int64_t num_parameters() const;
+
+  /// "Linear"
+  const std::string& type_name() const { return type_name_; }
+  /// The dotted path from the root module ("" for the root): "blocks.1.attn.q_proj".
+  const std::string& path() const { return path_; }
+  /// Where errors happen: "blocks.1.attn.q_proj (Linear 64→64)".
+  std::string where() const;
+
+  /// One line of options shown in the tree: "in_features=3, out_features=2, bias=true".
+  virtual std::string extra_repr() const { return ""; }
+  /// A short signature for error messages: "64→64" for Linear. Defaults to "".
+  virtual std::string signature() const { return ""; }
+  /// The printable tree, like PyTorch's repr, with parameter shapes and counts.
+  std::string repr() const;
+
+ protected:
+  /// Throws tg::ShapeError prefixed with where(): "q_proj (Linear 64→64): <what>".
+  [[noreturn]] void shape_error(const std::string& what) const;
+  [[noreturn]] void value_error(const std::string& what) const;
+
+ private:
+  void add_child(const std::string& name, std::shared_ptr<Module> child);
+  void set_path(const std::string& path);
+  void check_name(const std::string& name, const char* kind) const;
+  void repr_into(std::string& out, int indent) const;
+
+  std::string type_name_;
+  std::string path_;
+  bool training_ = true;
+  std::vector<std::pair<std::string, Tensor>> params_;
+  std::vector<std::pair<std::string, Tensor>> buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Module& m);
+
+}  // namespace nn
+}  // namespace tg
