@@ -6,3 +6,4 @@
 #include "tapegrad/random.h"
 #include "tapegrad/tensor.h"
 #include "tapegrad/nn.h"
+#include "tapegrad/state_dict.h"
