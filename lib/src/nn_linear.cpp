@@ -7,7 +7,7 @@
 namespace tg {
 namespace nn {
 
-Linear::Linear(const LinearOptions& o) : Module("Linear"), options(o) {
+Linear::Linear(const LinearOptions& o) : UnaryModule("Linear"), options(o) {
   if (o.in_features_ <= 0 || o.out_features_ <= 0)
     value_error("in_features and out_features must be positive, got " +
                 std::to_string(o.in_features_) + " and " + std::to_string(o.out_features_));
@@ -21,7 +21,7 @@ void Linear::reset_parameters() {
   if (bias.defined()) init::zeros_(bias);
 }
 
-Tensor Linear::forward(const Tensor& x) const {
+Tensor Linear::forward(const Tensor& x) {
   if (!x.defined()) value_error("input is undefined");
   const Shape s = x.shape();
   if (s.empty() || s.back() != options.in_features_)

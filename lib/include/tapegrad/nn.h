@@ -1,5 +1,7 @@
 #pragma once
 // All of tg::nn.
 #include "tapegrad/nn/init.h"
+#include "tapegrad/nn/layers.h"
 #include "tapegrad/nn/linear.h"
 #include "tapegrad/nn/module.h"
+#include "tapegrad/nn/unary.h"

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "tapegrad/nn/module.h"
+#include "tapegrad/nn/unary.h"
 
 namespace tg {
 namespace nn {
@@ -17,13 +18,13 @@ struct LinearOptions {
   bool bias_ = true;
 };
 
-class Linear : public Module {
+class Linear : public UnaryModule {
  public:
   explicit Linear(const LinearOptions& options);
   Linear(int64_t in_features, int64_t out_features) : Linear(LinearOptions(in_features, out_features)) {}
 
   /// (..., in) -> (..., out)
-  Tensor forward(const Tensor& x) const;
+  Tensor forward(const Tensor& x) override;
   /// Re-draws the weight (Xavier-uniform) and zeroes the bias.
   void reset_parameters();
 

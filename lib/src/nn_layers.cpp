@@ -1,0 +1,167 @@
+// The simple layers: Embedding, LayerNorm, Dropout, the activations, Sequential, ModuleList.
+//
+// Legend: S = any shape of ids, V = vocabulary size, C = channels/features.
+#include <cmath>
+#include <sstream>
+
+#include "tapegrad/nn/init.h"
+#include "tapegrad/nn/layers.h"
+#include "tapegrad/ops.h"
+
+namespace tg {
+namespace nn {
+
+namespace {
+std::string fmt_float(float v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+}  // namespace
+
+// ---- Embedding -------------------------------------------------------------------------------
+
+Embedding::Embedding(const EmbeddingOptions& o) : Module("Embedding"), options(o) {
+  const int64_t V = o.num_embeddings_, C = o.embedding_dim_;
+  if (V <= 0 || C <= 0)
+    value_error("num_embeddings and embedding_dim must be positive, got " + std::to_string(V) +
+                " and " + std::to_string(C));
+  if (o.padding_idx_) {
+    const int64_t p = *o.padding_idx_;
+    if (p < -V || p >= V)
+      value_error("padding_idx must be in [-" + std::to_string(V) + ", " + std::to_string(V) +
+                  "), got " + std::to_string(p));
+    options.padding_idx_ = p < 0 ? p + V : p;  // PyTorch: padding_idx = V + padding_idx
+  }
+  weight = register_parameter("weight", zeros({V, C}));
+  reset_parameters();
+}
+
+void Embedding::reset_parameters() {
+  init::normal_(weight);
+  if (options.padding_idx_) {
+    const int64_t C = options.embedding_dim_;
+    float* row = weight.data_ptr() + *options.padding_idx_ * C;
+    std::fill(row, row + C, 0.0f);
+  }
+}
+
+// (S...) -> (S..., C)
+Tensor Embedding::forward(const Indices& ids) const {
+  const int64_t V = options.num_embeddings_;
+  for (size_t i = 0; i < ids.values.size(); ++i) {
+    const int64_t id = ids.values[i];
+    if (id < 0 || id >= V)
+      throw IndexError(where() + ": id " + std::to_string(id) + " at flat position " +
+                       std::to_string(i) + " of ids shape " + to_string(ids.shape) +
+                       " is out of range [0, " + std::to_string(V) + ")");
+  }
+  return embedding(weight, ids, options.padding_idx_ ? *options.padding_idx_ : -1);
+}
+
+std::string Embedding::extra_repr() const {
+  std::string s = std::to_string(options.num_embeddings_) + ", " + std::to_string(options.embedding_dim_);
+  if (options.padding_idx_) s += ", padding_idx=" + std::to_string(*options.padding_idx_);
+  return s;
+}
+
+std::string Embedding::signature() const {
+  return std::to_string(options.num_embeddings_) + "×" + std::to_string(options.embedding_dim_);
+}
+
+// ---- LayerNorm -------------------------------------------------------------------------------
+
+LayerNorm::LayerNorm(const LayerNormOptions& o) : UnaryModule("LayerNorm"), options(o) {
+  if (o.normalized_shape_.empty()) value_error("normalized_shape must not be empty");
+  for (int64_t d : o.normalized_shape_)
+    if (d <= 0) value_error("normalized_shape must be positive, got " + to_string(o.normalized_shape_));
+  if (!(o.eps_ >= 0.0f)) value_error("eps must be >= 0, got " + fmt_float(o.eps_));
+  if (o.elementwise_affine_) {
+    weight = register_parameter("weight", ones(o.normalized_shape_));
+    bias = register_parameter("bias", zeros(o.normalized_shape_));
+  }
+}
+
+void LayerNorm::reset_parameters() {
+  if (!weight.defined()) return;
+  init::ones_(weight);
+  init::zeros_(bias);
+}
+
+// (..., N...) -> (..., N...)
+Tensor LayerNorm::forward(const Tensor& x) {
+  if (!x.defined()) value_error("input is undefined");
+  const Shape s = x.shape(), &n = options.normalized_shape_;
+  bool ok = s.size() >= n.size();
+  for (size_t i = 0; ok && i < n.size(); ++i) ok = s[s.size() - n.size() + i] == n[i];
+  if (!ok)
+    shape_error("input shape " + to_string(s) + " does not end with normalized_shape " + to_string(n));
+  return layer_norm(x, n, weight, bias, options.eps_);
+}
+
+std::string LayerNorm::extra_repr() const {
+  return to_string(options.normalized_shape_) + ", eps=" + fmt_float(options.eps_) +
+         ", elementwise_affine=" + (options.elementwise_affine_ ? "true" : "false");
+}
+
+std::string LayerNorm::signature() const { return to_string(options.normalized_shape_); }
+
+// ---- Dropout ---------------------------------------------------------------------------------
+
+Dropout::Dropout(const DropoutOptions& o) : UnaryModule("Dropout"), options(o) {
+  if (!(o.p_ >= 0.0f && o.p_ <= 1.0f)) value_error("p must be in [0, 1], got " + fmt_float(o.p_));
+}
+
+Tensor Dropout::forward(const Tensor& x) { return dropout(x, options.p_, is_training()); }
+
+std::string Dropout::extra_repr() const { return "p=" + fmt_float(options.p_); }
+
+// ---- activations -----------------------------------------------------------------------------
+
+Tensor ReLU::forward(const Tensor& x) { return relu(x); }
+Tensor Tanh::forward(const Tensor& x) { return tanh(x); }
+Tensor Sigmoid::forward(const Tensor& x) { return sigmoid(x); }
+
+GELU::GELU(const GELUOptions& o) : UnaryModule("GELU"), options(o) {
+  if (o.approximate_ != "none" && o.approximate_ != "tanh")
+    value_error("approximate must be \"none\" or \"tanh\", got \"" + o.approximate_ + "\"");
+}
+
+Tensor GELU::forward(const Tensor& x) { return gelu(x, options.approximate_ == "tanh"); }
+
+std::string GELU::extra_repr() const { return "approximate=" + options.approximate_; }
+
+// ---- containers ------------------------------------------------------------------------------
+
+Tensor Sequential::forward(const Tensor& x) {
+  Tensor y = x;
+  for (auto& m : modules_) y = m->forward(y);
+  return y;
+}
+
+std::shared_ptr<UnaryModule> Sequential::operator[](size_t i) const {
+  if (i >= modules_.size())
+    throw IndexError(where() + ": index " + std::to_string(i) + " out of range for " +
+                     std::to_string(modules_.size()) + " modules");
+  return modules_[i];
+}
+
+void Sequential::type_mismatch(size_t i) const {
+  value_error("module " + std::to_string(i) + " is an nn::" + modules_[i]->type_name() +
+              ", not the type asked for");
+}
+
+std::shared_ptr<Module> ModuleList::operator[](size_t i) const {
+  if (i >= modules_.size())
+    throw IndexError(where() + ": index " + std::to_string(i) + " out of range for " +
+                     std::to_string(modules_.size()) + " modules");
+  return modules_[i];
+}
+
+void ModuleList::type_mismatch(size_t i) const {
+  value_error("module " + std::to_string(i) + " is an nn::" + modules_[i]->type_name() +
+              ", not the type asked for");
+}
+
+}  // namespace nn
+}  // namespace tg
