@@ -191,10 +191,10 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEn
       for (size_t i = 0; i < s.n; ++i) m = std::max(m, x[base + i * s.inner]);
       double z = 0;
       for (size_t i = 0; i < s.n; ++i) z += std::exp(static_cast<double>(x[base + i * s.inner] - m));
-      const float lz = static_cast<float>(std::log(z)) + m;
+      const float lz = static_cast<float>(std::log(z));  // subtracted after m: see log_softmax
       double all = 0;
       for (size_t i = 0; i < s.n; ++i) {
-        const float lp = x[base + i * s.inner] - lz;
+        const float lp = (x[base + i * s.inner] - m) - lz;
         logp->data()[base + i * s.inner] = lp;
         all += lp;
       }

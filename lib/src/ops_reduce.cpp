@@ -122,8 +122,10 @@ Array softmax_forward(const Array& x, const AxisSplit& s, bool log) {
       double z = 0;
       for (size_t i = 0; i < s.n; ++i) z += std::exp(static_cast<double>(px[base + i * s.inner] - m));
       if (log) {
-        const float lz = static_cast<float>(std::log(z)) + m;
-        for (size_t i = 0; i < s.n; ++i) py[base + i * s.inner] = px[base + i * s.inner] - lz;
+        // (x - m) - log z, not x - (m + log z): near |x| = 1000 the float m + log z would
+        // round to a step of 6e-5.
+        const float lz = static_cast<float>(std::log(z));
+        for (size_t i = 0; i < s.n; ++i) py[base + i * s.inner] = (px[base + i * s.inner] - m) - lz;
       } else {
         const double inv = 1.0 / z;
         for (size_t i = 0; i < s.n; ++i)
