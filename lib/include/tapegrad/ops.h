@@ -125,4 +125,39 @@ Tensor nll_loss(const Tensor& log_probs, const Indices& targets,
                 const CrossEntropyOptions& options = CrossEntropyOptions());
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 
+// ---- attention ------------------------------------------------------------------------------
+// Legend: Tq = queries, Tk = keys, D = head dim, Dv = value dim.
+
+/// A mask on attention scores (..., Tq, Tk), broadcast over leading dims like numpy.
+/// additive: added to the scaled scores; -inf excludes a key; it may require a gradient.
+/// boolean: 0/1 values, NONZERO = MASKED OUT (that key is not attended): the convention of
+/// PyTorch's nn.MultiheadAttention (attn_mask, key_padding_mask) and of masked_fill.
+/// PyTorch 2's F.scaled_dot_product_attention reads a bool True as "attend": the opposite.
+struct AttnMask {
+  enum class Kind { None, Additive, Boolean };
+  AttnMask() = default;
+  /// An undefined tensor gives no mask.
+  static AttnMask additive(Tensor m) { return AttnMask(std::move(m), Kind::Additive); }
+  static AttnMask boolean(Tensor m) { return AttnMask(std::move(m), Kind::Boolean); }
+  bool defined() const { return kind != Kind::None; }
+  bool is_boolean() const { return kind == Kind::Boolean; }
+  Tensor values;
+  Kind kind = Kind::None;
+
+ private:
+  AttnMask(Tensor m, Kind k) : values(std::move(m)), kind(values.defined() ? k : Kind::None) {}
+};
+
+/// softmax(q kᵀ/√D + mask) v as one fused op (one forward, one backward closure, every
+/// product a GEMM with transpose flags). q (..., Tq, D), k (..., Tk, D), v (..., Tk, Dv) with
+/// equal leading dims -> (..., Tq, Dv). is_causal excludes key j > query i (top-left
+/// aligned). dropout_p drops attention weights when training (as F.scaled_dot_product_attention
+/// does whenever dropout_p > 0). A query row whose keys are ALL masked gets zero weights and a
+/// zero output, and passes no gradient (PyTorch gives NaN there). If `weights` is non-null it
+/// receives the weights (..., Tq, Tk) that were applied (after dropout), detached from the tape.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const AttnMask& attn_mask = AttnMask(), bool is_causal = false,
+                                    float dropout_p = 0.0f, bool training = true,
+                                    Tensor* weights = nullptr);
+
 }  // namespace tg

@@ -1,0 +1,237 @@
+// The fused scaled_dot_product_attention against the unfused composition (matmul, masked_fill,
+// softmax, matmul) it replaces: forward values and every gradient, finite-difference checks,
+// the all-masked-row rule, the returned weights, dropout and bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "tapegrad/tapegrad.h"
+
+using namespace tg;
+using Inputs = std::vector<Tensor>;
+
+namespace {
+const float kInf = std::numeric_limits<float>::infinity();
+
+Tensor input(const Shape& s) { return (rand(s) * 2.0f - 1.0f).detach().requires_grad_(); }
+
+// 0/1 tensor with 1 where key j > query i: what is_causal masks.
+Tensor causal_mask(int64_t tq, int64_t tk) {
+  Tensor m = zeros({tq, tk});
+  for (int64_t i = 0; i < tq; ++i)
+    for (int64_t j = i + 1; j < tk; ++j) m.data()(i, j) = 1.0f;
+  return m;
+}
+
+// The unfused reference: every step a separate op on the tape.
+Tensor unfused(const Tensor& q, const Tensor& k, const Tensor& v, const AttnMask& mask = AttnMask(),
+               bool causal = false) {
+  Tensor s = matmul(q, transpose(k, -2, -1)) * (1.0f / std::sqrt(static_cast<float>(q.size(-1))));
+  if (mask.defined())
+    s = mask.is_boolean() ? masked_fill(s, mask.values, -kInf) : s + mask.values;
+  if (causal) s = masked_fill(s, causal_mask(q.size(-2), k.size(-2)), -kInf);
+  return matmul(softmax(s, -1), v);
+}
+
+// Random 0/1 mask of `shape` that leaves key 0 unmasked, so no row is entirely masked.
+Tensor bool_mask(const Shape& shape) {
+  Tensor m = rand(shape);
+  const int64_t tk = shape.back();
+  for (int64_t i = 0; i < m.numel(); ++i) m.data()[i] = (i % tk != 0 && m.data()[i] < 0.4f) ? 1.0f : 0.0f;
+  return m;
+}
+
+// Forward and gradients (of a random projection) of fused vs unfused agree.
+void expect_same(const Tensor& q, const Tensor& k, const Tensor& v, const AttnMask& mask,
+                 bool causal) {
+  std::vector<Tensor> leaves = {q, k, v};
+  if (mask.defined() && mask.values.requires_grad()) leaves.push_back(mask.values);
+  auto run = [&](bool fused) {
+    for (auto& t : leaves) t.set_grad(Tensor());
+    Tensor y = fused ? scaled_dot_product_attention(q, k, v, mask, causal) : unfused(q, k, v, mask, causal);
+    manual_seed(7);
+    Tensor r = rand(y.shape());
+    sum(y * r).backward();
+    std::vector<std::vector<float>> out = {y.to_vector()};
+    for (auto& t : leaves) out.push_back(t.grad().to_vector());
+    return out;
+  };
+  const auto a = run(true), b = run(false);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t t = 0; t < a.size(); ++t) {
+    ASSERT_EQ(a[t].size(), b[t].size());
+    for (size_t i = 0; i < a[t].size(); ++i)
+      ASSERT_NEAR(a[t][i], b[t][i], 2e-6 + 2e-5 * std::abs(b[t][i]))
+          << (t == 0 ? "output" : "gradient of leaf " + std::to_string(t - 1)) << " element " << i;
+  }
+}
+
+void check(const std::function<Tensor(const Inputs&)>& fn, const Inputs& xs) {
+  const auto r = gradcheck(fn, xs);
+  EXPECT_TRUE(r.ok) << r.message;
+}
+
+class Attention : public ::testing::Test {
+ protected:
+  void SetUp() override { manual_seed(3); }
+};
+}  // namespace
+
+TEST_F(Attention, FusedMatchesUnfused) {
+  // (B, H, T, D), no mask; causal; cross lengths with Dv != D; 3-D and 2-D inputs.
+  expect_same(input({2, 3, 5, 4}), input({2, 3, 5, 4}), input({2, 3, 5, 4}), AttnMask(), false);
+  expect_same(input({2, 3, 5, 4}), input({2, 3, 5, 4}), input({2, 3, 5, 4}), AttnMask(), true);
+  expect_same(input({2, 2, 3, 4}), input({2, 2, 6, 4}), input({2, 2, 6, 5}), AttnMask(), false);
+  expect_same(input({2, 4, 3}), input({2, 7, 3}), input({2, 7, 2}), AttnMask(), true);
+  expect_same(input({4, 3}), input({6, 3}), input({6, 3}), AttnMask(), false);
+}
+
+TEST_F(Attention, FusedMatchesUnfusedWithMasks) {
+  // Boolean (Tq, Tk), key-padding style (B, 1, 1, Tk) and full (B, H, Tq, Tk).
+  expect_same(input({2, 3, 5, 4}), input({2, 3, 6, 4}), input({2, 3, 6, 4}),
+              AttnMask::boolean(bool_mask({5, 6})), false);
+  expect_same(input({2, 3, 5, 4}), input({2, 3, 5, 4}), input({2, 3, 5, 4}),
+              AttnMask::boolean(bool_mask({2, 1, 1, 5})), true);
+  expect_same(input({2, 3, 4, 4}), input({2, 3, 4, 4}), input({2, 3, 4, 4}),
+              AttnMask::boolean(bool_mask({2, 3, 4, 4})), false);
+  // Additive masks, with a gradient, broadcast over heads; and finite -1e9 entries.
+  expect_same(input({2, 3, 5, 4}), input({2, 3, 6, 4}), input({2, 3, 6, 4}),
+              AttnMask::additive(input({2, 1, 5, 6})), false);
+  Tensor add = input({5, 5});
+  add.data()(1, 3) = -1e9f;
+  add.data()(4, 0) = -kInf;
+  expect_same(input({3, 5, 4}), input({3, 5, 4}), input({3, 5, 4}), AttnMask::additive(add), true);
+}
+
+TEST_F(Attention, IsOneOpOnTheTape) {
+  Tensor q = input({1, 2, 3, 4});
+  Tensor y = scaled_dot_product_attention(q, q, q, AttnMask(), true);
+  EXPECT_EQ(y.op_name(), "scaled_dot_product_attention");
+  EXPECT_EQ(y.shape(), (Shape{1, 2, 3, 4}));
+}
+
+TEST_F(Attention, Gradcheck) {
+  check([](const Inputs& x) { return scaled_dot_product_attention(x[0], x[1], x[2]); },
+        {input({2, 2, 3, 4}), input({2, 2, 5, 4}), input({2, 2, 5, 3})});
+  check([](const Inputs& x) { return scaled_dot_product_attention(x[0], x[1], x[2], AttnMask(), true); },
+        {input({2, 4, 3}), input({2, 4, 3}), input({2, 4, 3})});
+  const Tensor bm = bool_mask({2, 1, 3, 5});
+  check([bm](const Inputs& x) {
+          return scaled_dot_product_attention(x[0], x[1], x[2], AttnMask::boolean(bm), true);
+        },
+        {input({2, 2, 3, 4}), input({2, 2, 5, 4}), input({2, 2, 5, 3})});
+  check([](const Inputs& x) {
+          return scaled_dot_product_attention(x[0], x[1], x[2], AttnMask::additive(x[3]));
+        },
+        {input({2, 2, 3, 4}), input({2, 2, 5, 4}), input({2, 2, 5, 3}), input({2, 1, 3, 5})});
+  // Self-attention: the same tensor as q, k and v.
+  check([](const Inputs& x) { return scaled_dot_product_attention(x[0], x[0], x[0], AttnMask(), true); },
+        {input({2, 4, 3})});
+}
+
+TEST_F(Attention, AllMaskedRowIsZeroWithoutNaN) {
+  // Row 1 of batch 0 masks every key; with an additive -inf row the same rule holds.
+  Tensor m = bool_mask({2, 1, 4, 5});
+  for (int64_t j = 0; j < 5; ++j) m.data()(0, 0, 1, j) = 1.0f;
+  Tensor q = input({2, 2, 4, 3}), k = input({2, 2, 5, 3}), v = input({2, 2, 5, 3});
+  for (const AttnMask& mask : {AttnMask::boolean(m), AttnMask::additive(masked_fill(zeros({2, 1, 4, 5}), m, -kInf))}) {
+    q.set_grad(Tensor()), k.set_grad(Tensor()), v.set_grad(Tensor());
+    Tensor w;
+    Tensor y = scaled_dot_product_attention(q, k, v, mask, false, 0.0f, true, &w);
+    Tensor ref = unfused(q, k, v, mask).detach();
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t d = 0; d < 3; ++d) EXPECT_EQ(y.data()(0, h, 1, d), 0.0f);
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t j = 0; j < 5; ++j) EXPECT_EQ(w.data()(0, h, 1, j), 0.0f);
+    // Every other row matches the unfused op (which gives NaN on the masked row).
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t i = 0; i < 4; ++i)
+          for (int64_t d = 0; d < 3; ++d) {
+            if (b == 0 && i == 1) {
+              EXPECT_TRUE(std::isnan(ref.data()(b, h, i, d)));  // what PyTorch-style softmax gives
+              continue;
+            }
+            EXPECT_NEAR(y.data()(b, h, i, d), ref.data()(b, h, i, d), 1e-6);
+          }
+    sum(y * y).backward();
+    for (const Tensor& t : {q, k, v})
+      for (float g : t.grad().to_vector()) EXPECT_FALSE(std::isnan(g));
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t d = 0; d < 3; ++d) EXPECT_EQ(q.grad().data()(0, h, 1, d), 0.0f);
+  }
+  check([m](const Inputs& x) { return scaled_dot_product_attention(x[0], x[1], x[2], AttnMask::boolean(m)); },
+        {q, k, v});
+  // Causal with more keys masked than exist: Tk = 1 can never be all masked, but a boolean
+  // mask on key 0 together with causal masks all of row 0.
+  Tensor m0 = zeros({3, 3});
+  m0.data()(0, 0) = 1.0f;
+  Tensor y0 = scaled_dot_product_attention(input({3, 2}), input({3, 2}), input({3, 2}), AttnMask::boolean(m0), true);
+  EXPECT_EQ(y0.data()(0, 0), 0.0f);
+  EXPECT_EQ(y0.data()(0, 1), 0.0f);
+  EXPECT_NE(y0.data()(1, 0), 0.0f);
+}
+
+TEST_F(Attention, ReturnsTheWeights) {
+  Tensor q = input({2, 3, 4, 5}), k = input({2, 3, 6, 5}), v = input({2, 3, 6, 2});
+  const Tensor bm = bool_mask({4, 6});
+  Tensor w;
+  Tensor y = scaled_dot_product_attention(q, k, v, AttnMask::boolean(bm), true, 0.0f, true, &w);
+  ASSERT_EQ(w.shape(), (Shape{2, 3, 4, 6}));
+  EXPECT_FALSE(w.requires_grad());
+  Tensor s = matmul(q, transpose(k, -2, -1)) * (1.0f / std::sqrt(5.0f));
+  s = masked_fill(masked_fill(s, bm, -kInf), causal_mask(4, 6), -kInf);
+  const auto ref = softmax(s, -1).to_vector(), got = w.to_vector();
+  for (size_t i = 0; i < ref.size(); ++i) EXPECT_NEAR(got[i], ref[i], 1e-6);
+  const auto yw = matmul(w, v).to_vector(), yv = y.to_vector();
+  for (size_t i = 0; i < yv.size(); ++i) EXPECT_NEAR(yv[i], yw[i], 1e-6);
+}
+
+TEST_F(Attention, DropoutOnTheWeights) {
+  Tensor q = input({2, 2, 5, 4}), k = input({2, 2, 5, 4}), v = input({2, 2, 5, 4});
+  // Not training: dropout is off.
+  Tensor w_eval;
+  Tensor y_eval = scaled_dot_product_attention(q, k, v, AttnMask(), false, 0.5f, false, &w_eval);
+  const auto plain = scaled_dot_product_attention(q, k, v).to_vector();
+  EXPECT_EQ(y_eval.to_vector(), plain);
+  // Training: each weight is 0 or the plain weight / (1 - p), and the output uses those.
+  Tensor w;
+  Tensor y = scaled_dot_product_attention(q, k, v, AttnMask(), false, 0.5f, true, &w);
+  int zeros_seen = 0;
+  const auto wd = w.to_vector(), wp = w_eval.to_vector();
+  for (size_t i = 0; i < wd.size(); ++i) {
+    if (wd[i] == 0.0f) ++zeros_seen;
+    else EXPECT_NEAR(wd[i], 2.0f * wp[i], 1e-6);
+  }
+  EXPECT_GT(zeros_seen, 10);
+  EXPECT_LT(zeros_seen, 90);
+  const auto yw = matmul(w, v).to_vector(), yv = y.to_vector();
+  for (size_t i = 0; i < yv.size(); ++i) EXPECT_NEAR(yv[i], yw[i], 1e-6);
+  // With the generator reseeded inside, the dropped op is a fixed function: gradcheck it.
+  check([](const Inputs& x) {
+          manual_seed(11);
+          return scaled_dot_product_attention(x[0], x[1], x[2], AttnMask(), true, 0.3f, true);
+        },
+        {input({2, 4, 3}), input({2, 4, 3}), input({2, 4, 3})});
+}
+
+TEST_F(Attention, BadInput) {
+  const Tensor q = input({2, 3, 4}), k = input({2, 5, 4}), v = input({2, 5, 4});
+  EXPECT_THROW(scaled_dot_product_attention(q, input({2, 5, 3}), v), ShapeError);  // D differs
+  EXPECT_THROW(scaled_dot_product_attention(q, k, input({2, 4, 4})), ShapeError);  // Tk differs
+  EXPECT_THROW(scaled_dot_product_attention(q, input({3, 5, 4}), input({3, 5, 4})), ShapeError);
+  EXPECT_THROW(scaled_dot_product_attention(input({4}), input({4}), input({4})), ShapeError);
+  EXPECT_THROW(scaled_dot_product_attention(q, k, v, AttnMask::boolean(zeros({3, 4}))), ShapeError);
+  EXPECT_THROW(scaled_dot_product_attention(q, k, v, AttnMask::additive(zeros({3, 3, 5}))), ShapeError);
+  EXPECT_THROW(scaled_dot_product_attention(q, k, v, AttnMask(), false, 1.5f), ValueError);
+  EXPECT_THROW(scaled_dot_product_attention(q, k, Tensor()), ValueError);
+  try {
+    scaled_dot_product_attention(q, k, v, AttnMask::boolean(zeros({3, 4})));
+  } catch (const ShapeError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("scaled_dot_product_attention"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[3, 4]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[2, 3, 5]"), std::string::npos) << msg;
+  }
+}
