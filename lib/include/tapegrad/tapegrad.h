@@ -7,3 +7,5 @@
 #include "tapegrad/tensor.h"
 #include "tapegrad/nn.h"
 #include "tapegrad/state_dict.h"
+#include "tapegrad/checkpoint.h"
+#include "tapegrad/npz.h"
