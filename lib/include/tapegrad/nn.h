@@ -4,4 +4,5 @@
 #include "tapegrad/nn/layers.h"
 #include "tapegrad/nn/linear.h"
 #include "tapegrad/nn/module.h"
+#include "tapegrad/nn/rnn.h"
 #include "tapegrad/nn/unary.h"
