@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
+#include <fstream>
 #include <functional>
+#include <sstream>
 
 #include "reference.h"
 #include "tapegrad/tapegrad.h"
@@ -486,4 +489,26 @@ TEST_F(NnLayers, ModuleList) {
   nn::ModuleList list(std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(2, 2));
   EXPECT_EQ(list.size(), 2u);
   EXPECT_EQ(list.named_parameters()[0].first, "1.weight");
+}
+
+// ---- the README's guide ----------------------------------------------------------------------
+
+TEST(Guide, ReadmeModuleIsTheCompiledExample) {
+  auto read = [](const std::string& rel) {
+    std::ifstream in(std::string(TAPEGRAD_SOURCE_DIR) + "/" + rel);
+    EXPECT_TRUE(in.good()) << rel;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  const std::string readme = read("README.md"), example = read("examples/custom_module.cpp");
+  const auto section = readme.find("## Writing a new module");
+  ASSERT_NE(section, std::string::npos);
+  const auto begin = readme.find("```cpp\n", section);
+  ASSERT_NE(begin, std::string::npos);
+  const auto end = readme.find("```", begin + 7);
+  const std::string code = readme.substr(begin + 7, end - begin - 7);
+  EXPECT_GT(std::count(code.begin(), code.end(), '\n'), 15);
+  EXPECT_NE(example.find(code), std::string::npos)
+      << "the README's module differs from examples/custom_module.cpp";
 }
