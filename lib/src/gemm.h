@@ -2,6 +2,8 @@
 // The one GEMM interface every product in tapegrad goes through (matmul, linear, attention).
 // Row-major, with leading dimensions, like cblas. Deliberately free of xtensor and cblas
 // headers: <cblas.h> cannot share a translation unit with xtensor-blas.
+// gemm and gemm_strided_batched dispatch (gemm.cpp) to OpenBLAS or to the cuBLAS plugin,
+// as chosen by tg::set_device / TAPEGRAD_DEVICE (tapegrad/device.h).
 #include <cstdint>
 
 namespace tg {

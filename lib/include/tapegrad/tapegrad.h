@@ -1,6 +1,7 @@
 #pragma once
 // Everything in one include.
 #include "tapegrad/autograd.h"
+#include "tapegrad/device.h"
 #include "tapegrad/error.h"
 #include "tapegrad/ops.h"
 #include "tapegrad/random.h"

@@ -1,0 +1,39 @@
+#pragma once
+// Where matrix products run, and how many CPU threads they use.
+//
+// Every product goes through one GEMM interface. It runs on OpenBLAS, or on cuBLAS through
+// the optional plugin libtapegrad_cuda.so, which is loaded with dlopen on first use. The
+// core never links CUDA, so a program starts and works on a machine without it.
+//
+// The backend comes from set_device(), or else from TAPEGRAD_DEVICE=cpu|cuda|auto (default
+// auto), read on the first product. If CUDA is wanted but the plugin, the driver or a
+// device is missing, tapegrad prints one line to stderr and uses OpenBLAS:
+//   tapegrad: CUDA unavailable (<reason>); using OpenBLAS
+#include <string>
+
+namespace tg {
+
+enum class Device {
+  CPU,   ///< OpenBLAS for every product
+  CUDA,  ///< cuBLAS for every product (OpenBLAS, with the log line, if CUDA is unavailable)
+  Auto,  ///< cuBLAS for products of at least TAPEGRAD_CUDA_MIN_FLOPS flops, else OpenBLAS
+};
+
+/// Choose the backend now (overrides TAPEGRAD_DEVICE). CUDA and Auto load and initialise
+/// the plugin; if an earlier attempt failed, they try again (TAPEGRAD_CUDA_PLUGIN is re-read).
+void set_device(Device device);
+
+/// Where large products run now: Device::CPU or Device::CUDA (never Auto).
+Device current_device();
+
+/// Whether the plugin loaded and found a device. Probes the plugin if nobody has yet.
+bool cuda_available();
+
+/// One line for logs: "cuda: <device>", or "cpu (CUDA unavailable: <reason>)", or "cpu".
+std::string device_status();
+
+/// Threads for OpenBLAS (and any other CPU parallelism in tapegrad). n >= 1.
+void set_num_threads(int n);
+int get_num_threads();
+
+}  // namespace tg
