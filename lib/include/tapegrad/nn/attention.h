@@ -1,0 +1,162 @@
+#pragma once
+// Multi-head attention, the position-wise feed-forward block and the pre-LN transformer block.
+//
+// Legend: B = batch, Tq = query length, Tk = key/value length, C = embed_dim (d_model),
+// H = heads, Dh = C / H (head dim), F = d_ff.
+//
+// Parameters and PyTorch's nn.MultiheadAttention: PyTorch packs the three input projections
+// into in_proj_weight (3C, C) and in_proj_bias (3C); here they are three Linear submodules:
+//   in_proj_weight[0:C]   = q_proj.weight    in_proj_bias[0:C]   = q_proj.bias
+//   in_proj_weight[C:2C]  = k_proj.weight    in_proj_bias[C:2C]  = k_proj.bias
+//   in_proj_weight[2C:3C] = v_proj.weight    in_proj_bias[2C:3C] = v_proj.bias
+//   out_proj.weight, out_proj.bias           the same names
+// Head h owns rows [h·Dh, (h+1)·Dh) of each of q_proj, k_proj and v_proj, and columns
+// [h·Dh, (h+1)·Dh) of out_proj.weight (the heads are concatenated before out_proj).
+#include <memory>
+#include <string>
+
+#include "tapegrad/nn/layers.h"
+#include "tapegrad/nn/linear.h"
+#include "tapegrad/nn/unary.h"
+#include "tapegrad/ops.h"
+
+namespace tg {
+namespace nn {
+
+// ---- MultiheadAttention ----------------------------------------------------------------------
+
+struct MultiheadAttentionOptions {
+  MultiheadAttentionOptions(int64_t embed_dim, int64_t num_heads)
+      : embed_dim_(embed_dim), num_heads_(num_heads) {}
+  /// Biases in all four projections (PyTorch's bias=).
+  MultiheadAttentionOptions& bias(bool on) { bias_ = on; return *this; }
+  /// Dropout on the attention weights, in training.
+  MultiheadAttentionOptions& dropout(float p) { dropout_ = p; return *this; }
+  int64_t embed_dim_;
+  int64_t num_heads_;
+  bool bias_ = true;
+  float dropout_ = 0.0f;
+};
+
+/// What one attention call may be given besides query, key and value. Masks use the
+/// conventions of tg::AttnMask: a boolean mask is 0/1 with NONZERO = MASKED OUT, as in PyTorch's
+/// nn.MultiheadAttention; an additive mask is added to the scaled scores (-inf excludes).
+struct AttentionForwardOptions {
+  /// Query i does not attend to key j > i (top-left aligned when Tq != Tk).
+  AttentionForwardOptions& causal(bool on) { causal_ = on; return *this; }
+  /// (Tq, Tk); (B·H, Tq, Tk) with batch-major rows, as PyTorch; or 4-D, broadcast to (B, H, Tq, Tk).
+  AttentionForwardOptions& attn_mask(AttnMask m) { attn_mask_ = std::move(m); return *this; }
+  /// (B, Tk): boolean (1 = padding, ignored) or additive.
+  AttentionForwardOptions& key_padding_mask(AttnMask m) { key_padding_mask_ = std::move(m); return *this; }
+  /// Also return the weights per head, (B, H, Tq, Tk), detached (PyTorch averages over heads
+  /// by default; this is its average_attn_weights=False).
+  AttentionForwardOptions& need_weights(bool on) { need_weights_ = on; return *this; }
+  bool causal_ = false;
+  AttnMask attn_mask_;
+  AttnMask key_padding_mask_;
+  bool need_weights_ = false;
+};
+
+struct AttentionOutput {
+  Tensor output;   // (B, Tq, C)
+  Tensor weights;  // (B, H, Tq, Tk) when need_weights, else undefined
+};
+
+/// softmax(Q_h K_hᵀ/√Dh + masks) V_h for each head h, concatenated, then out_proj. Batch-first.
+/// A query row whose keys are all masked gives zero weights and a zero attention result (so
+/// the output row is out_proj's bias); PyTorch gives NaN there.
+class MultiheadAttention : public Module {
+ public:
+  explicit MultiheadAttention(const MultiheadAttentionOptions& options);
+  MultiheadAttention(int64_t embed_dim, int64_t num_heads)
+      : MultiheadAttention(MultiheadAttentionOptions(embed_dim, num_heads)) {}
+
+  /// query (B, Tq, C), key (B, Tk, C), value (B, Tk, C) -> output (B, Tq, C) and, if asked,
+  /// weights (B, H, Tq, Tk). Self-attention passes the same tensor three times.
+  AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                          const AttentionForwardOptions& options = AttentionForwardOptions());
+  /// As PyTorch: q/k/v weights Xavier-uniform as one packed (3C, C) matrix; out_proj Linear's
+  /// default (Xavier-uniform); every bias zero.
+  void reset_parameters();
+
+  std::string extra_repr() const override;
+  std::string signature() const override;
+
+  MultiheadAttentionOptions options;
+  int64_t head_dim;  // Dh
+  std::shared_ptr<Linear> q_proj, k_proj, v_proj, out_proj;
+};
+
+// ---- FeedForward -----------------------------------------------------------------------------
+
+struct FeedForwardOptions {
+  FeedForwardOptions(int64_t d_model, int64_t d_ff) : d_model_(d_model), d_ff_(d_ff) {}
+  /// "gelu" (exact) or "relu".
+  FeedForwardOptions& activation(std::string a) { activation_ = std::move(a); return *this; }
+  /// Dropout after the activation, in training.
+  FeedForwardOptions& dropout(float p) { dropout_ = p; return *this; }
+  int64_t d_model_;
+  int64_t d_ff_;
+  std::string activation_ = "gelu";
+  float dropout_ = 0.0f;
+};
+
+/// fc2(dropout(act(fc1(x)))): (..., C) -> (..., F) -> (..., C). Submodules fc1 (C→F), fc2 (F→C).
+class FeedForward : public UnaryModule {
+ public:
+  explicit FeedForward(const FeedForwardOptions& options);
+  FeedForward(int64_t d_model, int64_t d_ff) : FeedForward(FeedForwardOptions(d_model, d_ff)) {}
+
+  /// (..., C) -> (..., C)
+  Tensor forward(const Tensor& x) override;
+
+  std::string extra_repr() const override;
+  std::string signature() const override;
+
+  FeedForwardOptions options;
+  std::shared_ptr<Linear> fc1, fc2;
+};
+
+// ---- TransformerBlock ------------------------------------------------------------------------
+
+struct TransformerBlockOptions {
+  TransformerBlockOptions(int64_t d_model, int64_t num_heads, int64_t d_ff)
+      : d_model_(d_model), num_heads_(num_heads), d_ff_(d_ff) {}
+  /// One rate for the attention weights, inside the feed-forward, and on both residual branches.
+  TransformerBlockOptions& dropout(float p) { dropout_ = p; return *this; }
+  /// The feed-forward activation: "gelu" or "relu".
+  TransformerBlockOptions& activation(std::string a) { activation_ = std::move(a); return *this; }
+  /// Biases in the attention projections (the feed-forward and LayerNorms always have them).
+  TransformerBlockOptions& bias(bool on) { bias_ = on; return *this; }
+  TransformerBlockOptions& layer_norm_eps(float e) { layer_norm_eps_ = e; return *this; }
+  int64_t d_model_;
+  int64_t num_heads_;
+  int64_t d_ff_;
+  float dropout_ = 0.0f;
+  std::string activation_ = "gelu";
+  bool bias_ = true;
+  float layer_norm_eps_ = 1e-5f;
+};
+
+/// Pre-LN: x = x + dropout(attn(ln1(x))), then x = x + dropout(ffn(ln2(x))).
+/// Submodules ln1, attn (self-attention), ln2, ffn.
+class TransformerBlock : public UnaryModule {
+ public:
+  explicit TransformerBlock(const TransformerBlockOptions& options);
+
+  /// (B, T, C) -> (B, T, C), no mask.
+  Tensor forward(const Tensor& x) override;
+  /// (B, T, C) -> (B, T, C) with causal/attn_mask/key_padding_mask (need_weights is ignored).
+  Tensor forward(const Tensor& x, const AttentionForwardOptions& attention);
+
+  std::string extra_repr() const override;
+  std::string signature() const override;
+
+  TransformerBlockOptions options;
+  std::shared_ptr<LayerNorm> ln1, ln2;
+  std::shared_ptr<MultiheadAttention> attn;
+  std::shared_ptr<FeedForward> ffn;
+};
+
+}  // namespace nn
+}  // namespace tg
