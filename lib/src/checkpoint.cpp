@@ -84,14 +84,18 @@ std::pair<size_t, size_t> check_header(const std::string& bytes, const std::stri
   return {kHeaderSize, static_cast<size_t>(payload_size)};
 }
 
-std::string with_header(const std::string& payload) {
-  std::string out(kMagic, 8);
-  detail::put_le(out, kVersion, 4);
-  detail::put_le(out, 0, 4);
-  detail::put_le(out, payload.size(), 8);
-  detail::put_le(out, crc32(payload.data(), payload.size()), 4);
-  detail::put_le(out, crc32(out.data(), 28), 4);
-  out += payload;
+/// The whole file: the header, then the payload.
+std::string file_bytes(const Checkpoint& ck) {
+  std::string out(kHeaderSize, '\0');
+  detail::encode_payload(ck, out);
+  const size_t payload = out.size() - kHeaderSize;
+  std::string h(kMagic, 8);
+  detail::put_le(h, kVersion, 4);
+  detail::put_le(h, 0, 4);
+  detail::put_le(h, payload, 8);
+  detail::put_le(h, crc32(out.data() + kHeaderSize, payload), 4);
+  detail::put_le(h, crc32(h.data(), 28), 4);
+  out.replace(0, kHeaderSize, h);
   return out;
 }
 }  // namespace
@@ -136,7 +140,11 @@ const Tensor& Checkpoint::model_tensor(const std::string& key) const {
   throw CheckpointError("checkpoint has no model entry '" + key + "'");
 }
 
-std::string Checkpoint::serialize() const { return detail::encode_payload(*this); }
+std::string Checkpoint::serialize() const {
+  std::string out;
+  detail::encode_payload(*this, out);
+  return out;
+}
 
 Checkpoint Checkpoint::deserialize(const std::string& payload, const std::string& source) {
   return detail::decode_payload(payload.data(), payload.size(),
@@ -144,7 +152,7 @@ Checkpoint Checkpoint::deserialize(const std::string& payload, const std::string
 }
 
 void Checkpoint::save(const std::string& path) const {
-  detail::write_file_atomic(path, with_header(serialize()));
+  detail::write_file_atomic(path, file_bytes(*this));
 }
 
 Checkpoint Checkpoint::load(const std::string& path) {
@@ -192,7 +200,7 @@ void Checkpoint::restore(nn::Module& module,
 
 void save(const nn::Module& module, const std::string& path) {
   Checkpoint ck;
-  ck.set_model(module);
+  ck.model = module.named_state();  // written at once: no snapshot copy needed
   ck.save(path);
 }
 

@@ -9,7 +9,6 @@
 #include <istream>
 #include <limits>
 #include <new>
-#include <sstream>
 #include <stdexcept>
 
 #include "checkpoint_internal.h"
@@ -48,6 +47,25 @@ void put_map(OutArchive& ar, const Map& m, Put put_value) {
     put_value(v);
   }
 }
+
+/// An output stream buffer that appends to a string.
+class StringSink : public std::streambuf {
+ public:
+  explicit StringSink(std::string& out) : out_(out) {}
+
+ protected:
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    out_.append(s, static_cast<size_t>(n));
+    return n;
+  }
+  int_type overflow(int_type c) override {
+    if (!traits_type::eq_int_type(c, traits_type::eof())) out_.push_back(traits_type::to_char_type(c));
+    return traits_type::not_eof(c);
+  }
+
+ private:
+  std::string& out_;
+};
 
 // ---- reading ---------------------------------------------------------------------------
 /// A read-only stream over memory that knows how much is left.
@@ -180,8 +198,18 @@ Checkpoint decode(Reader& r) {
 }
 }  // namespace
 
-std::string encode_payload(const Checkpoint& ck) {
-  std::ostringstream os(std::ios::binary);
+void encode_payload(const Checkpoint& ck, std::string& out) {
+  // Reserve the final size up front: one allocation, no copies of the tensor data.
+  size_t estimate = 256;
+  auto add = [&](const std::string& name, const Tensor& t) {
+    estimate += 32 + name.size() + 8 * static_cast<size_t>(t.dim()) + 4 * static_cast<size_t>(t.numel());
+  };
+  for (const auto& [name, t] : ck.model) add(name, t);
+  for (const auto& [name, s] : ck.states)
+    for (const auto& [k, t] : s.tensors) add(k, t);
+  out.reserve(out.size() + estimate);
+  StringSink sink(out);
+  std::ostream os(&sink);
   {
     OutArchive ar(os, OutArchive::Options::LittleEndian());
     ar(static_cast<int64_t>(ck.step), static_cast<int64_t>(ck.epoch));
@@ -198,8 +226,6 @@ std::string encode_payload(const Checkpoint& ck) {
       put_map(ar, s.strings, [&](const std::string& v) { put_str(ar, v); });
     }
   }
-  if (!os) throw IOError("cannot serialize the checkpoint (out of memory?)");
-  return os.str();
 }
 
 Checkpoint decode_payload(const char* data, size_t size, const std::string& source) {

@@ -48,7 +48,8 @@ LoadPlan plan_load(const nn::Module& module, const NamedTensors& entries,
 void apply_load(const LoadPlan& plan) noexcept;
 
 /// The payload codec (checkpoint_format.cpp, the only file that includes cereal).
-std::string encode_payload(const Checkpoint& ck);
+/// Appends the payload to `out`.
+void encode_payload(const Checkpoint& ck, std::string& out);
 Checkpoint decode_payload(const char* data, size_t size, const std::string& source);
 
 }  // namespace detail
