@@ -175,7 +175,8 @@ __attribute__((visibility("default"))) int tg_cuda_init(char* msg, size_t len) {
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess)
       return cuda_fail(msg, len, TG_CUDA_E_UNTOUCHED, "cudaGetDeviceCount", e);
-    if (count == 0) return fail(msg, len, TG_CUDA_E_UNTOUCHED, "cudaGetDeviceCount", "no device", 0);
+    if (count == 0)
+      return fail(msg, len, TG_CUDA_E_UNTOUCHED, "cudaGetDeviceCount", "no device", 0);
     g_device = 0;  // the first visible device; choose others with CUDA_VISIBLE_DEVICES
     if ((e = cudaSetDevice(g_device)) != cudaSuccess)
       return cuda_fail(msg, len, TG_CUDA_E_UNTOUCHED, "cudaSetDevice", e);

@@ -49,7 +49,10 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaStreamDestroy(cudaStream_t s) { delete s; return cudaSuccess; }
 
-cublasStatus_t cublasCreate(cublasHandle_t* h) { *h = new FakeHandle; return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasCreate(cublasHandle_t* h) {
+  *h = new FakeHandle;
+  return CUBLAS_STATUS_SUCCESS;
+}
 cublasStatus_t cublasDestroy(cublasHandle_t h) { delete h; return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
