@@ -10,3 +10,5 @@
 #include "tapegrad/state_dict.h"
 #include "tapegrad/checkpoint.h"
 #include "tapegrad/npz.h"
+#include "tapegrad/optim.h"
+#include "tapegrad/data.h"
