@@ -225,3 +225,23 @@ TEST(Npz, RoundTripThroughNumpy) {
                             " " + tmp_path("unused.npz") + " fc1.weight=3x5 > /dev/null";
   EXPECT_NE(std::system(wrong.c_str()), 0);
 }
+
+TEST(Npz, LoadsWeightsTrainedInPyTorch) {
+  // tests/data/checkpoint/make_torch_fixture.py trained an MLP 4-8-3 (tanh) in PyTorch and
+  // saved its state_dict with np.savez, plus an input and the model's output.
+  struct TorchMlp : nn::Module {
+    std::shared_ptr<nn::Linear> fc1, fc2;
+    TorchMlp() : Module("TorchMlp") {
+      fc1 = register_module("fc1", std::make_shared<nn::Linear>(4, 8));
+      fc2 = register_module("fc2", std::make_shared<nn::Linear>(8, 3));
+    }
+  };
+  TorchMlp m;
+  ASSERT_TRUE(import_npz(m, kData + "torch_mlp.npz").ok());
+  const auto io = read_npz(kData + "torch_mlp_io.npz");
+  ASSERT_EQ(io.size(), 2u);
+  const Tensor y = m.fc2->forward(tanh(m.fc1->forward(io[0].second)));
+  const auto got = y.to_vector(), want = io[1].second.to_vector();
+  ASSERT_EQ(y.shape(), io[1].second.shape());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+}
