@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -16,6 +17,15 @@
 using namespace tg;
 
 namespace {
+
+/// Deletes the test's scratch folder when the process ends.
+struct RemoveAtExit {
+  std::string dir;
+  ~RemoveAtExit() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
 
 struct Net : nn::Module {
   std::shared_ptr<nn::Linear> fc1, fc2;
@@ -44,6 +54,7 @@ std::string tmp_dir() {
   static const std::string dir = [] {
     std::string d = ::testing::TempDir() + "tg_ckpt_" + std::to_string(::getpid());
     ::mkdir(d.c_str(), 0755);
+    static const RemoveAtExit cleanup{d};
     return d;
   }();
   return dir;

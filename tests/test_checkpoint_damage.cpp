@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -16,10 +17,20 @@ using namespace tg;
 
 namespace {
 
+/// Deletes the test's scratch folder when the process ends.
+struct RemoveAtExit {
+  std::string dir;
+  ~RemoveAtExit() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
 std::string tmp_path(const std::string& name) {
   static const std::string dir = [] {
     std::string d = ::testing::TempDir() + "tg_damage_" + std::to_string(::getpid());
     ::mkdir(d.c_str(), 0755);
+    static const RemoveAtExit cleanup{d};
     return d;
   }();
   return dir + "/" + name;

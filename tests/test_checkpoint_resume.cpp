@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 
@@ -18,10 +19,20 @@ using namespace tg;
 
 namespace {
 
+/// Deletes the test's scratch folder when the process ends.
+struct RemoveAtExit {
+  std::string dir;
+  ~RemoveAtExit() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
 std::string tmp_path(const std::string& name) {
   static const std::string dir = [] {
     std::string d = ::testing::TempDir() + "tg_resume_" + std::to_string(::getpid());
     ::mkdir(d.c_str(), 0755);
+    static const RemoveAtExit cleanup{d};
     return d;
   }();
   return dir + "/" + name;

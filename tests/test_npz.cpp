@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -15,6 +16,15 @@ using namespace tg;
 
 namespace {
 
+/// Deletes the test's scratch folder when the process ends.
+struct RemoveAtExit {
+  std::string dir;
+  ~RemoveAtExit() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
 const std::string kData = std::string(TAPEGRAD_TEST_DATA) + "/checkpoint/";
 const std::string kPython = "/usr/bin/python3";
 
@@ -22,6 +32,7 @@ std::string tmp_path(const std::string& name) {
   static const std::string dir = [] {
     std::string d = ::testing::TempDir() + "tg_npz_" + std::to_string(::getpid());
     ::mkdir(d.c_str(), 0755);
+    static const RemoveAtExit cleanup{d};
     return d;
   }();
   return dir + "/" + name;
