@@ -1,0 +1,58 @@
+#include "common/cli.h"
+
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+
+#include "tapegrad/device.h"
+#include "tapegrad/error.h"
+#include "tapegrad/random.h"
+
+namespace ex {
+
+void add_run_options(CLI::App& app, RunOptions& o, const std::string& data_help) {
+  app.add_option("--lr", o.lr, "learning rate")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--seed", o.seed, "random seed (initial weights, shuffling)")->capture_default_str();
+  app.add_option("--threads", o.threads, "CPU threads for matrix products")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  app.add_option("--checkpoint", o.checkpoint,
+                 "checkpoint file; the run's CSV and loss-curve PNG are written beside it")
+      ->capture_default_str();
+  app.add_option("--device", o.device, "where matrix products run")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  app.add_option("--data", o.data, data_help)->capture_default_str();
+}
+
+void apply_run_options(const RunOptions& o) {
+  tg::manual_seed(o.seed);
+  tg::set_num_threads(o.threads);
+  tg::set_device(o.device == "cuda"   ? tg::Device::CUDA
+                 : o.device == "auto" ? tg::Device::Auto
+                                      : tg::Device::CPU);
+}
+
+std::string words_dir() { return TAPEGRAD_EXAMPLES_SOURCE_DIR "/datasets/words"; }
+
+int run_main(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);  // prints help (rc 0) or the error and a hint (rc != 0)
+  }
+  const std::string program =
+      app.get_name().empty() ? "example" : std::filesystem::path(app.get_name()).filename().string();
+  try {
+    return body();
+  } catch (const tg::Error& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), e.what());
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), e.what());
+  }
+  return 1;
+}
+
+}  // namespace ex
