@@ -117,11 +117,18 @@ BatchSampler::BatchSampler(int64_t num_samples, const DataLoaderOptions& options
   if (options_.batch_size_ < 1)
     throw ValueError("DataLoader: batch_size must be >= 1, got " + std::to_string(options_.batch_size_));
   if (n_ < 0) throw ValueError("DataLoader: negative dataset size " + std::to_string(n_));
+  const int64_t w = options_.world_size_, r = options_.rank_;
+  if (w < 1 || r < 0 || r >= w)
+    throw ValueError("DataLoader: shard(rank, world_size) needs world_size >= 1 and 0 <= rank < "
+                     "world_size, got rank " + std::to_string(r) + ", world_size " + std::to_string(w));
+  if (w > 1 && options_.shuffle_ && !options_.seed_)
+    throw ValueError("DataLoader: a sharded loader that shuffles needs seed(s), so that every rank "
+                     "draws the same order (the global generator may differ between ranks)");
 }
 
 int64_t BatchSampler::num_batches() const {
-  const int64_t b = options_.batch_size_;
-  return options_.drop_last_ ? n_ / b : (n_ + b - 1) / b;
+  const int64_t b = options_.batch_size_, n = num_samples();
+  return options_.drop_last_ ? n / b : (n + b - 1) / b;
 }
 
 void BatchSampler::begin_epoch() {
@@ -145,9 +152,10 @@ void BatchSampler::begin_epoch() {
 
 std::vector<int64_t> BatchSampler::next() {
   if (!in_epoch_) throw ValueError("DataLoader: next batch requested outside an epoch");
-  const int64_t b = options_.batch_size_;
-  const int64_t start = batch_ * b, stop = std::min(n_, start + b);
-  std::vector<int64_t> indices(order_.begin() + start, order_.begin() + stop);
+  const int64_t b = options_.batch_size_, w = options_.world_size_;
+  const int64_t start = batch_ * b, stop = std::min(num_samples(), start + b);
+  std::vector<int64_t> indices;  // positions rank + w * i of the epoch's order (w = 1: all)
+  for (int64_t i = start; i < stop; ++i) indices.push_back(order_[i * w + options_.rank_]);
   if (++batch_ == num_batches()) {
     in_epoch_ = false;
     ++epoch_;
@@ -166,6 +174,7 @@ StateDict BatchSampler::state_dict() const {
   d.numbers["epoch"] = static_cast<double>(epoch_);
   d.numbers["batch_index"] = static_cast<double>(batch_);
   d.numbers["in_epoch"] = in_epoch_ ? 1 : 0;
+  if (options_.world_size_ > 1) d.numbers["world_size"] = static_cast<double>(options_.world_size_);
   if (in_epoch_ && options_.shuffle_) {
     if (n_ > (int64_t(1) << 24))
       throw ValueError("DataLoader::state_dict: cannot save the permutation of " +
@@ -191,6 +200,10 @@ void BatchSampler::load_state_dict(const StateDict& d) {
   expect("batch_size", static_cast<double>(options_.batch_size_), "a batch size of");
   expect("drop_last", options_.drop_last_ ? 1 : 0, "drop_last =");
   expect("shuffle", options_.shuffle_ ? 1 : 0, "shuffle =");
+  const double world = d.numbers.count("world_size") ? d.number_at("world_size", owner) : 1.0;
+  if (world != static_cast<double>(options_.world_size_))
+    bad("key 'world_size': the state is for " + std::to_string(world) + " shards, this loader has " +
+        std::to_string(options_.world_size_));
   const double epoch = d.number_at("epoch", owner), batch = d.number_at("batch_index", owner),
                in_epoch = d.number_at("in_epoch", owner);
   if (!(epoch >= 0 && std::floor(epoch) == epoch && epoch < 9e15))

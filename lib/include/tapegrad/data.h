@@ -92,11 +92,23 @@ struct DataLoaderOptions {
   DataLoaderOptions& drop_last(bool v) { drop_last_ = v; return *this; }
   /// Shuffle from a generator of its own, seeded with (seed, epoch).
   DataLoaderOptions& seed(uint64_t v) { seed_ = v; return *this; }
+  /// Data parallelism: this loader yields only rank `rank`'s share of every epoch, the samples
+  /// at positions rank, rank + world_size, rank + 2 world_size, ... of the epoch's order
+  /// (which every rank draws alike: shuffling then needs seed()). The last N mod world_size
+  /// samples of each epoch's order are left out, so every rank gets N / world_size samples and
+  /// takes the same number of steps. With batch b, the ranks' k-th batches together are
+  /// exactly the k-th batch of an unsharded loader with batch world_size * b.
+  DataLoaderOptions& shard(int64_t rank, int64_t world_size) {
+    rank_ = rank, world_size_ = world_size;
+    return *this;
+  }
 
   int64_t batch_size_;
   bool shuffle_ = false;
   bool drop_last_ = false;
   std::optional<uint64_t> seed_;
+  int64_t rank_ = 0;
+  int64_t world_size_ = 1;
 };
 
 /// Which samples make each batch: the part of a loader that does not depend on the dataset.
@@ -113,10 +125,14 @@ class BatchSampler {
   int64_t epoch() const { return epoch_; }
   /// The index of the next batch within the epoch.
   int64_t batch_index() const { return batch_; }
+  /// The samples this loader hands out per epoch: N, or N / world_size when sharded.
+  int64_t num_samples() const { return n_ / options_.world_size_; }
 
   /// strings "type" = "DataLoader"; numbers "num_samples", "batch_size", "drop_last",
-  /// "shuffle", "epoch", "batch_index", "in_epoch"; tensors "permutation" (while in an epoch
-  /// with shuffling; float32, so at most 2^24 samples).
+  /// "shuffle", "epoch", "batch_index", "in_epoch", and "world_size" when sharded; tensors
+  /// "permutation" (while in an epoch with shuffling; float32, so at most 2^24 samples). The
+  /// state holds the whole epoch's order, not the rank, so every rank can resume from rank
+  /// 0's state.
   StateDict state_dict() const;
   /// tg::CheckpointError if the state is for another dataset size or batch size, or the
   /// permutation is not one; nothing changes then.
