@@ -132,7 +132,7 @@ struct Config {
   ex::RunOptions run;
   std::string cell = "rnn";
   int64_t hidden = 128;
-  int64_t epochs = 12;
+  int64_t epochs = 20;
   int64_t batch = 32;
   double clip = 5.0;
   int64_t limit = 0;
@@ -345,7 +345,11 @@ std::map<std::string, std::string> run_metadata(const Config& cfg, const ex::Cha
 int train(const Config& cfg) {
   ex::apply_run_options(cfg.run);
   const ex::WordsData data = ex::load_words(cfg.run.data, cfg.limit);
-  const ex::CharVocab vocab(data.train.words);
+  // Train covers every character of val and test (datasets/README.md); with --limit it may not.
+  std::vector<std::u32string> all_words = data.train.words;
+  all_words.insert(all_words.end(), data.val.words.begin(), data.val.words.end());
+  all_words.insert(all_words.end(), data.test.words.begin(), data.test.words.end());
+  const ex::CharVocab vocab(all_words);
   const int64_t K = static_cast<int64_t>(data.languages.size());
   const auto train_set = make_dataset(data.train, vocab);
   const auto val_set = make_dataset(data.val, vocab);
