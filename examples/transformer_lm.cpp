@@ -1,0 +1,553 @@
+// transformer_lm: a small GPT-style transformer that writes new words of a chosen language,
+// one character at a time (makemore-style), trained on the shipped words (datasets/words).
+//
+//   transformer_lm                            train (a few minutes); checkpoints/transformer_lm.ckpt
+//   transformer_lm --sample 10 --lang fr      ten new French words from the checkpoint alone
+//   transformer_lm --resume --steps 6000      continue a run
+//
+// A word c1 … cn of language ℓ is the sequence  <ℓ> c1 … cn <end>: the model reads <ℓ> c1 … cn
+// and predicts c1 … cn <end>, position t seeing only positions ≤ t (causal attention). Losses
+// are the mean negative log-likelihood per predicted character in nats, <end> included. The
+// same program fits a bigram baseline on the training words, P(c_t | c_{t-1}, ℓ) with add-one
+// smoothing (c_0 = <ℓ>), and prints its loss beside the model's.
+//
+// The checkpoint holds the model, AdamW, the warmup-cosine schedule, the data position, the
+// step, the RNG, and as metadata the model's shape and vocabulary, so --sample rebuilds the
+// model from the file alone.
+//
+// Legend: B = batch, T = sequence length (≤ block_size), C = d_model, V = vocabulary
+// (<end>, the characters, one token per language).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/cli.h"
+#include "common/progress.h"
+#include "common/run_log.h"
+#include "common/words.h"
+#include "tapegrad/tapegrad.h"
+
+namespace {
+
+using Seq = std::vector<int64_t>;
+
+/// Token ids: 0 = <end>, 1 … n = the characters (CharVocab id + 1), then the languages.
+struct Vocab {
+  ex::CharVocab chars;
+  std::vector<std::string> languages;
+
+  int64_t n_chars() const { return chars.size(); }
+  int64_t size() const { return 1 + n_chars() + static_cast<int64_t>(languages.size()); }
+  int64_t lang_token(int64_t lang) const { return 1 + n_chars() + lang; }
+  /// The index of `code` in languages; tg::ValueError listing them if unknown.
+  int64_t lang_index(const std::string& code) const {
+    const auto it = std::find(languages.begin(), languages.end(), code);
+    if (it == languages.end()) {
+      std::string all;
+      for (const auto& l : languages) all += " " + l;
+      throw tg::ValueError("unknown language '" + code + "'; this model knows" + all);
+    }
+    return it - languages.begin();
+  }
+  /// <ℓ> c1 … cn <end>
+  Seq encode(const std::u32string& word, int64_t lang) const {
+    Seq s = {lang_token(lang)};
+    for (const int64_t id : chars.encode(word)) s.push_back(id + 1);
+    s.push_back(0);
+    return s;
+  }
+  std::string decode(const Seq& s) const {  // the characters after <ℓ>, up to <end>
+    std::u32string w;
+    for (size_t t = 1; t < s.size() && s[t] != 0; ++t) w += chars.at(s[t] - 1);
+    return ex::utf8_encode(w);
+  }
+};
+
+/// The model's shape: everything needed to rebuild it, stored in the checkpoint's metadata.
+struct Config {
+  int64_t d_model = 64, n_layers = 2, n_heads = 4, d_ff = 256, block_size = 16;
+  float dropout = 0.1f;
+};
+
+/// Decoder-only transformer: token + learned position embeddings, n_layers pre-LN blocks with
+/// causal self-attention, a final LayerNorm and a Linear head.
+class GPT : public tg::nn::Module {
+ public:
+  GPT(const Config& c, int64_t vocab_size) : Module("GPT"), config(c) {
+    tok_emb = register_module("tok_emb", std::make_shared<tg::nn::Embedding>(vocab_size, c.d_model));
+    pos_emb = register_module("pos_emb", std::make_shared<tg::nn::Embedding>(c.block_size, c.d_model));
+    drop = register_module("drop", std::make_shared<tg::nn::Dropout>(c.dropout));
+    blocks = register_module("blocks", std::make_shared<tg::nn::ModuleList>());
+    for (int64_t i = 0; i < c.n_layers; ++i)
+      blocks->push_back(std::make_shared<tg::nn::TransformerBlock>(
+          tg::nn::TransformerBlockOptions(c.d_model, c.n_heads, c.d_ff).dropout(c.dropout)));
+    ln_f = register_module("ln_f", std::make_shared<tg::nn::LayerNorm>(c.d_model));
+    head = register_module("head", std::make_shared<tg::nn::Linear>(c.d_model, vocab_size));
+    // GPT-2's initialisation: weights N(0, 0.02), biases zero; LayerNorms keep 1 and 0.
+    for (const auto& [name, p] : named_parameters()) {
+      if (name.find("ln") != std::string::npos) continue;
+      if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0)
+        tg::nn::init::zeros_(p);
+      else
+        tg::nn::init::normal_(p, 0.0f, 0.02f);
+    }
+  }
+
+  /// ids (B, T) -> logits (B, T, V)
+  tg::Tensor forward(const tg::Indices& ids) {
+    if (ids.shape.size() != 2 || ids.shape[1] < 1 || ids.shape[1] > config.block_size)
+      shape_error("ids " + tg::to_string(ids.shape) + ", expected (B, T) with 1 <= T <= block_size " +
+                  std::to_string(config.block_size));
+    const int64_t T = ids.shape[1];
+    Seq pos(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) pos[static_cast<size_t>(t)] = t;
+    tg::Tensor x = tok_emb->forward(ids) + pos_emb->forward(tg::Indices(pos, {T}));  // (B, T, C)
+    x = drop->forward(x);
+    const auto causal = tg::nn::AttentionForwardOptions().causal(true);
+    for (const auto& b : *blocks) x = std::static_pointer_cast<tg::nn::TransformerBlock>(b)->forward(x, causal);
+    return head->forward(ln_f->forward(x));
+  }
+
+  Config config;
+  std::shared_ptr<tg::nn::Embedding> tok_emb, pos_emb;
+  std::shared_ptr<tg::nn::Dropout> drop;
+  std::shared_ptr<tg::nn::ModuleList> blocks;
+  std::shared_ptr<tg::nn::LayerNorm> ln_f;
+  std::shared_ptr<tg::nn::Linear> head;
+};
+
+// ---- metadata: the model rebuilt from the checkpoint alone -----------------------------------
+
+void write_metadata(const GPT& model, const Vocab& vocab, std::map<std::string, std::string>& m) {
+  const Config& c = model.config;
+  m["example"] = "transformer_lm";
+  m["d_model"] = std::to_string(c.d_model);
+  m["n_layers"] = std::to_string(c.n_layers);
+  m["n_heads"] = std::to_string(c.n_heads);
+  m["d_ff"] = std::to_string(c.d_ff);
+  m["block_size"] = std::to_string(c.block_size);
+  m["dropout"] = std::to_string(c.dropout);
+  m["chars"] = vocab.chars.chars_utf8();
+  std::string langs;
+  for (const auto& l : vocab.languages) langs += (langs.empty() ? "" : " ") + l;
+  m["languages"] = langs;
+}
+
+struct LoadedModel {
+  std::shared_ptr<GPT> model;
+  Vocab vocab;
+};
+
+/// Rebuilds the model and vocabulary from a checkpoint's metadata and loads the weights.
+LoadedModel load_model(const tg::Checkpoint& ck, const std::string& path) {
+  auto get = [&](const std::string& key) {
+    const auto it = ck.metadata.find(key);
+    if (it == ck.metadata.end())
+      throw tg::CheckpointError(path + ": metadata has no '" + key + "' (not a transformer_lm checkpoint?)");
+    return it->second;
+  };
+  if (get("example") != "transformer_lm")
+    throw tg::CheckpointError(path + " is a " + get("example") + " checkpoint, not a transformer_lm one");
+  Config c;
+  try {
+    c.d_model = std::stoll(get("d_model"));
+    c.n_layers = std::stoll(get("n_layers"));
+    c.n_heads = std::stoll(get("n_heads"));
+    c.d_ff = std::stoll(get("d_ff"));
+    c.block_size = std::stoll(get("block_size"));
+    c.dropout = std::stof(get("dropout"));
+  } catch (const std::logic_error&) {  // stoll / stof
+    throw tg::CheckpointError(path + ": malformed model configuration in the metadata");
+  }
+  LoadedModel m;
+  m.vocab.chars = ex::CharVocab::from_utf8(get("chars"));
+  std::istringstream langs(get("languages"));
+  for (std::string l; langs >> l;) m.vocab.languages.push_back(l);
+  m.model = std::make_shared<GPT>(c, m.vocab.size());
+  ck.restore_model(*m.model);
+  return m;
+}
+
+// ---- batches, evaluation, the baseline, sampling ---------------------------------------------
+
+/// Inputs (B, T) drop each sequence's last token, targets (B, T) its first; past a word's end
+/// inputs are <end> and targets -100 (ignored by the loss).
+struct LMBatch {
+  tg::Indices inputs, targets;
+};
+
+LMBatch make_batch(const std::vector<const Seq*>& seqs) {
+  size_t T = 0;
+  for (const Seq* s : seqs) T = std::max(T, s->size() - 1);
+  Seq in(seqs.size() * T, 0), tgt(seqs.size() * T, -100);
+  for (size_t b = 0; b < seqs.size(); ++b)
+    for (size_t t = 0; t + 1 < seqs[b]->size(); ++t) {
+      in[b * T + t] = (*seqs[b])[t];
+      tgt[b * T + t] = (*seqs[b])[t + 1];
+    }
+  const int64_t B = static_cast<int64_t>(seqs.size()), Ti = static_cast<int64_t>(T);
+  return {tg::Indices(in, {B, Ti}), tg::Indices(tgt, {B * Ti})};
+}
+
+struct Evaluation {
+  double loss = 0;      // nats per character
+  double accuracy = 0;  // top-1 next-character accuracy
+};
+
+/// Loss and next-character accuracy over whole sequences, in eval mode, without the tape.
+Evaluation evaluate(GPT& model, const std::vector<Seq>& seqs) {
+  tg::NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  double nll = 0;
+  int64_t count = 0, correct = 0;
+  for (size_t start = 0; start < seqs.size(); start += 256) {
+    std::vector<const Seq*> part;
+    for (size_t i = start; i < std::min(seqs.size(), start + 256); ++i) part.push_back(&seqs[i]);
+    const LMBatch b = make_batch(part);
+    const tg::Tensor logits = model.forward(b.inputs);  // (B, T, V)
+    const int64_t V = logits.size(2);
+    const tg::Tensor flat = tg::reshape(logits, {-1, V});
+    nll += tg::cross_entropy(flat, b.targets, tg::CrossEntropyOptions().set_reduction(tg::Reduction::Sum)).item();
+    const float* l = flat.data_ptr();
+    for (int64_t i = 0; i < b.targets.numel(); ++i) {
+      const int64_t y = b.targets.values[static_cast<size_t>(i)];
+      if (y < 0) continue;
+      ++count;
+      correct += std::max_element(l + i * V, l + (i + 1) * V) - (l + i * V) == y;
+    }
+  }
+  model.train(was_training);
+  return {nll / static_cast<double>(count), static_cast<double>(correct) / static_cast<double>(count)};
+}
+
+/// P(next | prev, ℓ) = (n(ℓ, prev, next) + 1) / (n(ℓ, prev) + K), counted on the training
+/// words; K = n_chars + 1 possible next tokens (the characters and <end>), prev = <ℓ> at the start.
+class Bigram {
+ public:
+  Bigram(const Vocab& v, const std::vector<Seq>& train)
+      : vocab_(v), n_(static_cast<size_t>(v.size())), K_(v.n_chars() + 1) {
+    counts_.assign(v.languages.size() * n_ * n_, 0.0);
+    for (const Seq& s : train)
+      for (size_t t = 0; t + 1 < s.size(); ++t) counts_[index(s[0], s[t], s[t + 1])] += 1;
+  }
+  /// Mean negative log-likelihood per predicted character (nats).
+  double loss(const std::vector<Seq>& seqs) const {
+    double nll = 0;
+    int64_t count = 0;
+    for (const Seq& s : seqs)
+      for (size_t t = 0; t + 1 < s.size(); ++t) {
+        double row = 0;
+        for (int64_t next = 0; next < K_; ++next) row += counts_[index(s[0], s[t], next)];
+        nll -= std::log((counts_[index(s[0], s[t], s[t + 1])] + 1) / (row + static_cast<double>(K_)));
+        ++count;
+      }
+    return nll / static_cast<double>(count);
+  }
+
+ private:
+  size_t index(int64_t lang_token, int64_t prev, int64_t next) const {
+    const size_t lang = static_cast<size_t>(lang_token - vocab_.lang_token(0));
+    return (lang * n_ + static_cast<size_t>(prev)) * n_ + static_cast<size_t>(next);
+  }
+  const Vocab& vocab_;
+  size_t n_;
+  int64_t K_;
+  std::vector<double> counts_;
+};
+
+struct Sample {
+  std::string lang, word;
+};
+
+/// Draws n words autoregressively (softmax at `temperature` over <end> and the characters),
+/// in language `lang` (an index) or, if lang < 0, each in a random one. Uses a generator of its
+/// own seeded with `seed`: the same weights and seed give the same words.
+std::vector<Sample> sample_words(GPT& model, const Vocab& vocab, int64_t n, int64_t lang, double temperature,
+                                 uint64_t seed) {
+  tg::NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  tg::Generator gen(seed);
+  std::vector<Seq> seqs(static_cast<size_t>(n));
+  std::vector<bool> done(seqs.size(), false);
+  for (Seq& s : seqs)
+    s.push_back(vocab.lang_token(lang >= 0 ? lang : static_cast<int64_t>(gen.below(vocab.languages.size()))));
+  const int64_t V = vocab.size(), K = vocab.n_chars() + 1;  // K: only <end> and characters are drawn
+  for (int64_t T = 1; T < model.config.block_size; ++T) {
+    Seq flat;
+    for (const Seq& s : seqs) flat.insert(flat.end(), s.begin(), s.end());
+    const tg::Tensor logits = model.forward(tg::Indices(flat, {n, T}));  // (n, T, V)
+    const float* l = logits.data_ptr();
+    bool all_done = true;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      if (done[i]) {
+        seqs[i].push_back(0);
+        continue;
+      }
+      const float* row = l + (static_cast<int64_t>(i) * T + T - 1) * V;  // the last position
+      const float mx = *std::max_element(row, row + K);
+      std::vector<double> p(static_cast<size_t>(K));
+      double z = 0;
+      for (int64_t k = 0; k < K; ++k) z += p[static_cast<size_t>(k)] = std::exp((row[k] - mx) / temperature);
+      double u = gen.uniform() * z;
+      int64_t next = K - 1;
+      for (int64_t k = 0; k < K; ++k)
+        if ((u -= p[static_cast<size_t>(k)]) < 0) {
+          next = k;
+          break;
+        }
+      seqs[i].push_back(next);
+      done[i] = next == 0;
+      all_done = all_done && done[i];
+    }
+    if (all_done) break;
+  }
+  model.train(was_training);
+  std::vector<Sample> out;
+  for (const Seq& s : seqs)
+    out.push_back({vocab.languages[static_cast<size_t>(s[0] - vocab.lang_token(0))], vocab.decode(s)});
+  return out;
+}
+
+// ---- the program -------------------------------------------------------------------------------
+
+struct Args {
+  ex::RunOptions run;
+  Config model;
+  int64_t steps = 3000;
+  int64_t batch = 64;
+  int64_t warmup = 100;
+  double weight_decay = 0.01;
+  int64_t eval_every = 250;
+  int64_t log_every = 25;
+  int64_t limit = 0;
+  bool resume = false;
+  int64_t sample = 0;
+  std::string lang;
+  double temperature = 1.0;
+};
+
+void print_samples(const std::vector<Sample>& samples, const std::set<std::string>& known) {
+  for (const Sample& s : samples)
+    std::printf("%s  %s%s\n", s.lang.c_str(), s.word.c_str(), known.count(s.lang + "\t" + s.word) ? "  (in the data)" : "");
+}
+
+/// Every "lang<TAB>word" of the data set, to mark samples that are not new.
+std::set<std::string> known_words(const ex::WordsData& d) {
+  std::set<std::string> out;
+  for (const ex::LabeledWords* split : {&d.train, &d.val, &d.test})
+    for (int64_t i = 0; i < split->size(); ++i)
+      out.insert(d.languages[static_cast<size_t>(split->labels[static_cast<size_t>(i)])] + "\t" +
+                 ex::utf8_encode(split->words[static_cast<size_t>(i)]));
+  return out;
+}
+
+int run_sample(const Args& a) {
+  const tg::Checkpoint ck = tg::Checkpoint::load(a.run.checkpoint);
+  LoadedModel m = load_model(ck, a.run.checkpoint);
+  const int64_t lang = a.lang.empty() ? -1 : m.vocab.lang_index(a.lang);
+  std::printf("%s: step %lld, %lld parameters; seed %llu, temperature %g\n", a.run.checkpoint.c_str(),
+              static_cast<long long>(ck.step), static_cast<long long>(m.model->num_parameters()),
+              static_cast<unsigned long long>(a.run.seed), a.temperature);
+  std::set<std::string> known;
+  try {  // marking words that are in the data set is a nicety: the checkpoint alone suffices
+    known = known_words(ex::load_words(a.run.data));
+  } catch (const tg::Error&) {
+  }
+  print_samples(sample_words(*m.model, m.vocab, a.sample, lang, a.temperature, a.run.seed), known);
+  return 0;
+}
+
+int run_train(const Args& a) {
+  const ex::Stopwatch watch;
+  const ex::WordsData data = ex::load_words(a.run.data, a.limit);
+
+  std::shared_ptr<GPT> model;
+  Vocab vocab;
+  tg::Checkpoint resumed;
+  if (a.resume) {  // the model's shape and vocabulary come from the checkpoint
+    resumed = tg::Checkpoint::load(a.run.checkpoint);
+    LoadedModel m = load_model(resumed, a.run.checkpoint);
+    model = m.model;
+    vocab = m.vocab;
+    if (vocab.languages != data.languages)
+      throw tg::ValueError("--resume: " + a.run.checkpoint + " was trained on other languages than " + a.run.data);
+  } else {
+    std::vector<std::u32string> all = data.train.words;  // the alphabet of every split (with
+    all.insert(all.end(), data.val.words.begin(), data.val.words.end());  // --limit, train alone
+    all.insert(all.end(), data.test.words.begin(), data.test.words.end());  // may miss some)
+    vocab.chars = ex::CharVocab(all);
+    vocab.languages = data.languages;
+    Config c = a.model;
+    for (const auto& w : data.train.words) c.block_size = std::max<int64_t>(c.block_size, static_cast<int64_t>(w.size()) + 1);
+    model = std::make_shared<GPT>(c, vocab.size());
+  }
+  auto encode = [&](const ex::LabeledWords& split) {
+    std::vector<Seq> out;
+    for (int64_t i = 0; i < split.size(); ++i) {
+      out.push_back(vocab.encode(split.words[static_cast<size_t>(i)], split.labels[static_cast<size_t>(i)]));
+      if (static_cast<int64_t>(out.back().size()) - 1 > model->config.block_size)
+        throw tg::ValueError("'" + ex::utf8_encode(split.words[static_cast<size_t>(i)]) + "' is longer than the model's block_size " +
+                             std::to_string(model->config.block_size) + " allows");
+    }
+    return out;
+  };
+  const std::vector<Seq> train = encode(data.train), val = encode(data.val);
+  const int64_t lang = a.lang.empty() ? -1 : vocab.lang_index(a.lang);  // for the samples at the end
+  const Bigram bigram(vocab, train);
+  const double bigram_val = bigram.loss(val);
+
+  const Config& c = model->config;
+  std::printf("data: %s: %lld train / %lld val words, %lld characters, %zu languages\n", a.run.data.c_str(),
+              static_cast<long long>(train.size()), static_cast<long long>(val.size()),
+              static_cast<long long>(vocab.n_chars()), vocab.languages.size());
+  std::printf("model: %lld parameters: d_model %lld, %lld layers, %lld heads, d_ff %lld, block %lld, dropout %g; %s\n",
+              static_cast<long long>(model->num_parameters()), static_cast<long long>(c.d_model),
+              static_cast<long long>(c.n_layers), static_cast<long long>(c.n_heads), static_cast<long long>(c.d_ff),
+              static_cast<long long>(c.block_size), c.dropout, tg::device_status().c_str());
+  std::printf("bigram baseline (per language, add-one): val loss %.4f nats/char\n\n", bigram_val);
+
+  tg::optim::AdamW opt(model->parameters(), tg::optim::AdamWOptions(a.run.lr).weight_decay(a.weight_decay));
+  tg::optim::WarmupCosineLR sched(opt, std::min(a.warmup, a.steps / 10), a.steps, 0.1);
+  tg::data::BatchSampler sampler(static_cast<int64_t>(train.size()),
+                                 tg::data::DataLoaderOptions(a.batch).shuffle(true).drop_last(true));
+  if (sampler.num_batches() == 0)
+    throw tg::ValueError("--batch " + std::to_string(a.batch) + " is larger than the " +
+                         std::to_string(train.size()) + " training words");
+  int64_t step = 0;
+  if (a.resume) {
+    resumed.restore(*model, {{"optimizer", opt}, {"scheduler", sched}, {"data", sampler}});
+    step = resumed.step;
+    std::printf("resumed %s at step %lld\n", a.run.checkpoint.c_str(), static_cast<long long>(step));
+  }
+  auto save = [&](int64_t at) {
+    tg::Checkpoint ck;  // captures the RNG (dropout; the shuffles are in the sampler's state)
+    ck.set_model(*model);
+    ck.set("optimizer", opt.state_dict());
+    ck.set("scheduler", sched.state_dict());
+    ck.set("data", sampler.state_dict());
+    ck.step = at;
+    write_metadata(*model, vocab, ck.metadata);
+    ck.save(a.run.checkpoint);
+  };
+
+  ex::make_parent_dirs(a.run.checkpoint);
+  ex::CsvLog csv(ex::sibling_path(a.run.checkpoint, ".csv"), a.resume ? step : -1);
+  const auto params = model->parameters();
+  model->train();
+  double window = 0, since_eval = 0;  // summed batch losses since the last log / evaluation
+  int64_t window_n = 0, since_eval_n = 0;
+  while (step < a.steps) {
+    const int64_t first = step + 1, stop = std::min(a.steps, step + a.eval_every);
+    ex::ProgressBar bar("steps " + std::to_string(first) + "-" + std::to_string(stop), stop - step);
+    while (step < stop) {
+      if (!sampler.in_epoch()) sampler.begin_epoch();
+      std::vector<const Seq*> part;
+      for (const int64_t i : sampler.next()) part.push_back(&train[static_cast<size_t>(i)]);
+      const LMBatch b = make_batch(part);
+      const tg::Tensor logits = model->forward(b.inputs);  // (B, T, V)
+      const tg::Tensor loss = tg::cross_entropy(tg::reshape(logits, {-1, logits.size(2)}), b.targets);
+      opt.zero_grad();
+      loss.backward();
+      tg::nn::utils::clip_grad_norm_(params, 1.0);
+      const double lr = opt.param_groups()[0].lr();
+      opt.step();
+      sched.step();
+      ++step;
+      window += loss.item();
+      since_eval += loss.item();
+      ++window_n;
+      ++since_eval_n;
+      if (step % a.log_every == 0 && step != stop) {
+        csv.add(step, window / static_cast<double>(window_n), lr, std::numeric_limits<double>::quiet_NaN());
+        window = 0;
+        window_n = 0;
+      }
+      char status[64];
+      std::snprintf(status, sizeof status, "train loss %.4f", since_eval / static_cast<double>(since_eval_n));
+      bar.update(step - first + 1, status);
+    }
+    const Evaluation v = evaluate(*model, val);
+    const double lr = opt.param_groups()[0].lr();  // the next step's (the schedule has moved on)
+    if (window_n > 0) csv.add(step, window / static_cast<double>(window_n), lr, v.accuracy);
+    char summary[192];
+    std::snprintf(summary, sizeof summary, "train loss %.4f  val loss %.4f  val acc %5.1f%%  lr %.2e  %4.0f s",
+                  since_eval / static_cast<double>(since_eval_n), v.loss, 100 * v.accuracy, lr, watch.seconds());
+    bar.finish(summary);
+    window = since_eval = 0;
+    window_n = since_eval_n = 0;
+    save(step);
+  }
+
+  const Evaluation tr = evaluate(*model, train), v = evaluate(*model, val);
+  const double seconds = watch.seconds();
+  std::printf("\nafter %lld steps (%.1f s), per character:\n", static_cast<long long>(step), seconds);
+  std::printf("  transformer      train loss %.4f  val loss %.4f nats  (val next-char accuracy %.1f%%)\n", tr.loss,
+              v.loss, 100 * v.accuracy);
+  std::printf("  bigram baseline  train loss %.4f  val loss %.4f nats\n", bigram.loss(train), bigram_val);
+
+  // Reload the checkpoint into a fresh model: the same validation loss and the same samples.
+  const tg::Checkpoint ck = tg::Checkpoint::load(a.run.checkpoint);
+  LoadedModel reloaded = load_model(ck, a.run.checkpoint);
+  const Evaluation again = evaluate(*reloaded.model, val);
+  const auto samples = sample_words(*model, vocab, 10, lang, a.temperature, a.run.seed);
+  const auto samples_again = sample_words(*reloaded.model, reloaded.vocab, 10, lang, a.temperature, a.run.seed);
+  bool same = again.loss == v.loss;
+  for (size_t i = 0; i < samples.size(); ++i) same = same && samples[i].word == samples_again[i].word;
+  std::printf("reloaded %s: val loss %.4f, samples %s\n", a.run.checkpoint.c_str(), again.loss,
+              same ? "identical" : "DIFFERENT");
+  if (!same) throw tg::CheckpointError("the reloaded model differs from the trained one");
+  std::printf("\nsamples from the reloaded model (--sample 10 --seed %llu):\n",
+              static_cast<unsigned long long>(a.run.seed));
+  print_samples(samples_again, known_words(data));
+
+  const std::string png = ex::sibling_path(a.run.checkpoint, ".png");
+  ex::plot_loss_curve(csv.path(), png, "transformer_lm: training loss, validation next-character accuracy");
+  std::printf("\ncheckpoint %s, curve %s and %s\n", a.run.checkpoint.c_str(), csv.path().c_str(), png.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"transformer_lm: a small GPT writes new words of a language, character by character"};
+  app.name("transformer_lm");
+  Args a;
+  a.run.lr = 3e-3;
+  a.run.seed = 1;
+  a.run.threads = 2;
+  a.run.checkpoint = "checkpoints/transformer_lm.ckpt";
+  a.run.data = ex::words_dir();
+  ex::add_run_options(app, a.run, "words dataset directory (languages.txt, train/val/test.tsv)");
+  app.add_option("--steps", a.steps, "optimizer steps in all (AdamW, warmup + cosine to lr/10)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
+  app.add_option("--batch", a.batch, "words per batch")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
+  app.add_option("--eval-every", a.eval_every, "steps between validation passes and checkpoints")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
+  app.add_option("--log-every", a.log_every, "steps between CSV rows")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
+  app.add_option("--limit", a.limit, "use only the first N words of each split (0: all)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--d-model", a.model.d_model, "embedding width")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
+  app.add_option("--layers", a.model.n_layers, "transformer blocks")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
+  app.add_option("--heads", a.model.n_heads, "attention heads")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
+  app.add_option("--d-ff", a.model.d_ff, "feed-forward width")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
+  app.add_option("--dropout", a.model.dropout, "dropout rate")->check(CLI::Range(0.0, 0.9))->capture_default_str();
+  auto* resume = app.add_flag("--resume", a.resume, "continue the run saved in --checkpoint");
+  app.add_option("--sample", a.sample, "load --checkpoint, print N new words and exit")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->excludes(resume);
+  app.add_option("--lang", a.lang, "language of the sampled words (default: a random one for each)");
+  app.add_option("--temperature", a.temperature, "sampling temperature")->check(CLI::Range(0.05, 10.0))
+      ->capture_default_str();
+  return ex::run_main(app, argc, argv, [&] {
+    ex::apply_run_options(a.run);
+    return a.sample > 0 ? run_sample(a) : run_train(a);
+  });
+}
