@@ -125,3 +125,25 @@ TEST(OpsReference, BroadcastArithmetic) {
   check_case("bcast_mul_col_row", {"a", "b"}, [](auto& v) { return v[0] * v[1]; });
   check_case("bcast_sub_0d", {"a", "b"}, [](auto& v) { return v[0] - v[1]; });
 }
+
+// Closures reuse the output gradient's buffer for an input's gradient (BackwardContext::
+// take_grad): the caller's upstream gradient and a retained gradient must not change.
+TEST(OpsReference, InPlaceGradientsLeaveUpstreamAndRetainedGradsAlone) {
+  const Tensor a = ref::load(file("bcast_mul", "a"), true);
+  const Tensor b = ref::load(file("bcast_mul", "b"), true);
+  const Tensor g = ref::load(file("bcast_mul", "g"));
+  Tensor y = a * b;
+  y.retain_grad();
+  Tensor z = tanh(neg(y * 2.0f + 1.0f));  // every op here computes its gradient in place
+  Tensor upstream = g.clone();
+  z.backward(upstream);
+  EXPECT_TRUE(ref::close(upstream, g, 0, 0)) << "the upstream gradient was modified";
+  // dz/dy = -2 (1 - z²), so y.grad = -2 g (1 - z²), and a.grad = Σ_bcast y.grad · b.
+  const auto zv = z.to_vector(), gv = g.to_vector();
+  std::vector<float> dy(zv.size());
+  for (size_t i = 0; i < zv.size(); ++i) dy[i] = -2.0f * gv[i] * (1.0f - zv[i] * zv[i]);
+  EXPECT_TRUE(ref::close(y.grad(), tensor(dy, y.shape())));
+  Tensor a2 = ref::load(file("bcast_mul", "a"), true);
+  mul(a2, b.detach()).backward(tensor(dy, y.shape()));
+  EXPECT_TRUE(ref::close(a.grad(), a2.grad()));
+}

@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <atomic>
 #include <sstream>
-#include <unordered_map>
-#include <unordered_set>
+#include <utility>
 
 #include <xtensor/xmath.hpp>
+#include <xtensor/xnoalias.hpp>
 #include <xtensor/xstrided_view.hpp>
 
 #include "internal.h"
@@ -25,13 +25,34 @@ std::atomic<uint64_t> next_seq{1};
 
 bool BackwardContext::needs(size_t i) const { return node_.inputs.at(i) != nullptr; }
 
-void BackwardContext::give(size_t i, Array g) {
-  if (!needs(i)) return;
-  if (node_.has_pending[i]) {
-    node_.pending_in[i] += g;
+namespace {
+std::atomic<uint32_t> next_replay{1};
+
+void accumulate(std::shared_ptr<Array>& dst, Array&& g) {
+  if (!dst) {
+    dst = std::make_shared<Array>(std::move(g));
   } else {
-    node_.pending_in[i] = std::move(g);
-    node_.has_pending[i] = true;
+    xt::noalias(*dst) += g;  // plain += would build a temporary first
+  }
+}
+}  // namespace
+
+// Sums g down to input i's shape and adds it where it belongs: to the pending gradient of
+// the node that produced the input (which runs later: it has a lower sequence number), or to
+// a leaf's .grad(). The input's shape is read from its value, which the node keeps alive.
+void BackwardContext::give(size_t i, Array g) {
+  TensorImpl* in = node_.inputs.at(i).get();
+  if (!in) return;
+  const auto& shape = in->value->shape();
+  Array gi = g.shape() == shape ? std::move(g) : sum_to(g, Shape(shape.begin(), shape.end()));
+  if (in->grad_fn) {
+    std::optional<Array>& dst = pending_[in->grad_fn->slot];
+    if (dst)
+      xt::noalias(*dst) += gi;
+    else
+      dst.emplace(std::move(gi));
+  } else {
+    accumulate(in->grad, std::move(gi));
   }
 }
 
@@ -56,11 +77,39 @@ Node::~Node() {
   }
 }
 
-bool any_requires_grad(const std::vector<Tensor>& inputs) {
+namespace {
+bool any_requires_grad(const Tensor* inputs, size_t n) {
   if (!grad_enabled) return false;
-  for (const auto& t : inputs)
-    if (t.defined() && t.impl()->requires_grad) return true;
+  for (size_t i = 0; i < n; ++i)
+    if (inputs[i].defined() && inputs[i].impl()->requires_grad) return true;
   return false;
+}
+
+Tensor record_impl(const char* name, std::shared_ptr<Array> value, const Tensor* inputs, size_t n,
+                   BackwardFn fn) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->value = std::move(value);
+  if (any_requires_grad(inputs, n)) {
+    auto node = std::make_shared<Node>();
+    node->name = name;
+    node->seq = next_seq.fetch_add(1, std::memory_order_relaxed);
+    node->inputs.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      const Tensor& t = inputs[i];
+      const bool wants = t.defined() && t.impl()->requires_grad;
+      node->inputs.push_back(wants ? t.impl() : nullptr);
+    }
+    node->backward = std::move(fn);
+    node->output = impl;
+    impl->grad_fn = std::move(node);
+    impl->requires_grad = true;
+  }
+  return Tensor(std::move(impl));
+}
+}  // namespace
+
+bool any_requires_grad(const std::vector<Tensor>& inputs) {
+  return any_requires_grad(inputs.data(), inputs.size());
 }
 
 Tensor make_leaf(Array value, bool requires_grad) {
@@ -72,42 +121,23 @@ Tensor make_leaf(Array value, bool requires_grad) {
 
 Tensor record(const char* name, std::shared_ptr<Array> value, const std::vector<Tensor>& inputs,
               BackwardFn fn) {
-  auto impl = std::make_shared<TensorImpl>();
-  impl->value = std::move(value);
-  if (any_requires_grad(inputs)) {
-    auto node = std::make_shared<Node>();
-    node->name = name;
-    node->seq = next_seq.fetch_add(1, std::memory_order_relaxed);
-    node->inputs.reserve(inputs.size());
-    node->input_shapes.reserve(inputs.size());
-    for (const auto& t : inputs) {
-      const bool wants = t.defined() && t.impl()->requires_grad;
-      node->inputs.push_back(wants ? t.impl() : nullptr);
-      node->input_shapes.push_back(t.defined() ? shape_of(val(t)) : Shape{});
-    }
-    node->backward = std::move(fn);
-    node->output = impl;
-    impl->grad_fn = std::move(node);
-    impl->requires_grad = true;
-  }
-  return Tensor(std::move(impl));
+  return record_impl(name, std::move(value), inputs.data(), inputs.size(), std::move(fn));
 }
 
 Tensor record(const char* name, Array value, const std::vector<Tensor>& inputs, BackwardFn fn) {
-  return record(name, std::make_shared<Array>(std::move(value)), inputs, std::move(fn));
+  return record_impl(name, std::make_shared<Array>(std::move(value)), inputs.data(), inputs.size(),
+                     std::move(fn));
 }
 
-namespace {
-
-void accumulate(std::shared_ptr<Array>& dst, Array&& g) {
-  if (!dst) {
-    dst = std::make_shared<Array>(std::move(g));
-  } else {
-    *dst += g;
-  }
+Tensor record(const char* name, std::shared_ptr<Array> value, std::initializer_list<Tensor> inputs,
+              BackwardFn fn) {
+  return record_impl(name, std::move(value), inputs.begin(), inputs.size(), std::move(fn));
 }
 
-}  // namespace
+Tensor record(const char* name, Array value, std::initializer_list<Tensor> inputs, BackwardFn fn) {
+  return record_impl(name, std::make_shared<Array>(std::move(value)), inputs.begin(),
+                     inputs.size(), std::move(fn));
+}
 
 void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   if (!root.defined()) throw AutogradError("backward: the tensor is undefined");
@@ -136,60 +166,45 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   }
 
   // Collect the nodes reachable from the root (iteratively) and order them newest first.
-  std::vector<Node*> order;
-  std::unordered_set<Node*> seen;
+  // Each node is marked with this replay's number instead of being kept in a hash set.
+  // (A 32-bit mark: a stale one would need 2^32 replays while the graph stays alive.)
+  const uint32_t replay = next_replay.fetch_add(1, std::memory_order_relaxed);
+  std::vector<std::pair<uint64_t, Node*>> order;  // (seq, node): sorting reads no node
   std::vector<Node*> stack{r.grad_fn.get()};
-  seen.insert(stack.back());
+  stack.back()->visited = replay;
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
-    order.push_back(n);
+    order.emplace_back(n->seq, n);
     for (const auto& in : n->inputs) {
-      if (in && in->grad_fn && seen.insert(in->grad_fn.get()).second)
+      if (in && in->grad_fn && in->grad_fn->visited != replay) {
+        in->grad_fn->visited = replay;
         stack.push_back(in->grad_fn.get());
+      }
     }
   }
-  std::sort(order.begin(), order.end(), [](Node* a, Node* b) { return a->seq > b->seq; });
+  std::sort(order.begin(), order.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t k = 0; k < order.size(); ++k) order[k].second->slot = static_cast<uint32_t>(k);
 
-  // The gradient of each node's output, filled by its consumers before the node runs.
-  std::unordered_map<Node*, Array> out_grad;
-  out_grad.reserve(order.size());
-  out_grad.emplace(r.grad_fn.get(), std::move(seed));
-
-  for (Node* n : order) {
-    auto it = out_grad.find(n);
-    if (it == out_grad.end()) continue;  // no path from the root's gradient reaches it
+  // dL/d(output) of each node, summed by its consumers before it runs (one slot per node).
+  std::vector<std::optional<Array>> pending(order.size());
+  pending[0].emplace(std::move(seed));  // the root is the newest node
+  for (size_t k = 0; k < order.size(); ++k) {
+    Node* n = order[k].second;
+    if (!pending[k]) continue;  // no path from the root's gradient reaches it
     if (n->released)
       throw AutogradError(std::string("backward: trying to backward through the graph a second "
                                       "time (op '") +
                           n->name +
                           "'); its saved values were freed. Pass retain_graph = true to the "
                           "first backward() if you need to call it twice");
-    Array g = std::move(it->second);
-    out_grad.erase(it);
+    Array g = std::move(*pending[k]);
+    pending[k].reset();
     if (auto out = n->output.lock(); out && out->retains_grad) accumulate(out->grad, Array(g));
 
-    n->pending_in.assign(n->inputs.size(), Array());
-    n->has_pending.assign(n->inputs.size(), false);
-    BackwardContext ctx(g, *n);
-    n->backward(ctx);
-
-    for (size_t i = 0; i < n->inputs.size(); ++i) {
-      if (!n->inputs[i] || !n->has_pending[i]) continue;
-      TensorImpl& in = *n->inputs[i];
-      Array gi = sum_to(n->pending_in[i], n->input_shapes[i]);
-      if (in.grad_fn) {
-        auto [slot, fresh] = out_grad.try_emplace(in.grad_fn.get());
-        if (fresh)
-          slot->second = std::move(gi);
-        else
-          slot->second += gi;
-      } else {
-        accumulate(in.grad, std::move(gi));
-      }
-    }
-    n->pending_in.clear();
-    n->has_pending.clear();
+    BackwardContext ctx(g, *n, pending.data());
+    n->backward(ctx);  // gives each input its gradient (BackwardContext::give)
     if (!retain_graph) {
       n->backward = nullptr;  // frees the values the closure saved
       n->released = true;
@@ -248,9 +263,19 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   return out;
 }
 
+namespace {
+bool same_shape(const Array& g, const Shape& target) {
+  const auto& gs = g.shape();
+  if (gs.size() != target.size()) return false;
+  for (size_t i = 0; i < gs.size(); ++i)
+    if (static_cast<int64_t>(gs[i]) != target[i]) return false;
+  return true;
+}
+}  // namespace
+
 Array sum_to(const Array& g, const Shape& target) {
+  if (same_shape(g, target)) return g;
   const Shape gs = shape_of(g);
-  if (gs == target) return g;
   const size_t lead = gs.size() - target.size();
   std::vector<size_t> axes;
   for (size_t i = 0; i < gs.size(); ++i) {

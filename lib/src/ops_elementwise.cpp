@@ -5,6 +5,7 @@
 
 #include <xtensor/xbroadcast.hpp>
 #include <xtensor/xmath.hpp>
+#include <xtensor/xnoalias.hpp>
 #include <xtensor/xoperation.hpp>
 
 #include "internal.h"
@@ -13,8 +14,18 @@ namespace tg {
 using namespace detail;
 
 namespace {
+// The output's gradient turned into an input's gradient in its own buffer: f(g) updates g
+// in place. Only as the closure's last use of ctx.grad (see BackwardContext::take_grad).
+template <class F>
+Array in_place(BackwardContext& ctx, F&& f) {
+  Array g = ctx.take_grad();
+  f(g);
+  return g;
+}
+
 void check_broadcast(const Tensor& a, const Tensor& b, const char* op) {
   if (!a.defined() || !b.defined()) throw ValueError(std::string(op) + ": undefined tensor");
+  if (val(a).shape() == val(b).shape()) return;  // the common case, without allocating
   broadcast_shapes(shape_of(val(a)), shape_of(val(b)), op);
 }
 }  // namespace
@@ -23,8 +34,8 @@ void check_broadcast(const Tensor& a, const Tensor& b, const char* op) {
 Tensor add(const Tensor& a, const Tensor& b) {
   check_broadcast(a, b, "add");
   return record("add", Array(val(a) + val(b)), {a, b}, [](BackwardContext& ctx) {
-    if (ctx.needs(0)) ctx.give(0, ctx.grad);
-    if (ctx.needs(1)) ctx.give(1, ctx.grad);
+    if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? Array(ctx.grad) : ctx.take_grad());
+    if (ctx.needs(1)) ctx.give(1, ctx.take_grad());
   });
 }
 
@@ -32,8 +43,8 @@ Tensor add(const Tensor& a, const Tensor& b) {
 Tensor sub(const Tensor& a, const Tensor& b) {
   check_broadcast(a, b, "sub");
   return record("sub", Array(val(a) - val(b)), {a, b}, [](BackwardContext& ctx) {
-    if (ctx.needs(0)) ctx.give(0, ctx.grad);
-    if (ctx.needs(1)) ctx.give(1, Array(-ctx.grad));
+    if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? Array(ctx.grad) : ctx.take_grad());
+    if (ctx.needs(1)) ctx.give(1, in_place(ctx, [](Array& g) { g *= -1.0f; }));
   });
 }
 
@@ -42,8 +53,9 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   check_broadcast(a, b, "mul");
   auto sa = saved(a), sb = saved(b);
   return record("mul", Array(*sa * *sb), {a, b}, [sa, sb](BackwardContext& ctx) {
-    if (ctx.needs(0)) ctx.give(0, Array(ctx.grad * *sb));
-    if (ctx.needs(1)) ctx.give(1, Array(ctx.grad * *sa));
+    if (ctx.needs(0) && ctx.needs(1)) ctx.give(0, Array(ctx.grad * *sb));
+    else if (ctx.needs(0)) ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= *sb; }));
+    if (ctx.needs(1)) ctx.give(1, in_place(ctx, [&](Array& g) { xt::noalias(g) *= *sa; }));
   });
 }
 
@@ -60,13 +72,14 @@ Tensor div(const Tensor& a, const Tensor& b) {
 // y = a + s            da = g
 Tensor add(const Tensor& a, float s) {
   return record("add_scalar", Array(val(a) + s), {a},
-                [](BackwardContext& ctx) { ctx.give(0, ctx.grad); });
+                [](BackwardContext& ctx) { ctx.give(0, ctx.take_grad()); });
 }
 
 // y = a * s            da = g * s
 Tensor mul(const Tensor& a, float s) {
-  return record("mul_scalar", Array(val(a) * s), {a},
-                [s](BackwardContext& ctx) { ctx.give(0, Array(ctx.grad * s)); });
+  return record("mul_scalar", Array(val(a) * s), {a}, [s](BackwardContext& ctx) {
+    ctx.give(0, in_place(ctx, [s](Array& g) { g *= s; }));
+  });
 }
 
 // y = s / a            da = -g * s / a²
@@ -79,8 +92,9 @@ Tensor rdiv(float s, const Tensor& a) {
 
 // y = -a               da = -g
 Tensor neg(const Tensor& a) {
-  return record("neg", Array(-val(a)), {a},
-                [](BackwardContext& ctx) { ctx.give(0, Array(-ctx.grad)); });
+  return record("neg", Array(-val(a)), {a}, [](BackwardContext& ctx) {
+    ctx.give(0, in_place(ctx, [](Array& g) { g *= -1.0f; }));
+  });
 }
 
 // y = a^p              da = g * p * a^(p-1)
@@ -94,7 +108,9 @@ Tensor pow(const Tensor& a, float p) {
 // y = exp(a)           da = g * y
 Tensor exp(const Tensor& a) {
   auto y = std::make_shared<Array>(xt::exp(val(a)));
-  return record("exp", y, {a}, [y](BackwardContext& ctx) { ctx.give(0, Array(ctx.grad * *y)); });
+  return record("exp", y, {a}, [y](BackwardContext& ctx) {
+    ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= *y; }));
+  });
 }
 
 // y = log(a)           da = g / a
@@ -122,7 +138,7 @@ Tensor abs(const Tensor& a) {
 Tensor tanh(const Tensor& a) {
   auto y = std::make_shared<Array>(xt::tanh(val(a)));
   return record("tanh", y, {a}, [y](BackwardContext& ctx) {
-    ctx.give(0, Array(ctx.grad * (1.0f - *y * *y)));
+    ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= 1.0f - *y * *y; }));
   });
 }
 
@@ -130,7 +146,7 @@ Tensor tanh(const Tensor& a) {
 Tensor sigmoid(const Tensor& a) {
   auto y = std::make_shared<Array>(1.0f / (1.0f + xt::exp(-val(a))));
   return record("sigmoid", y, {a}, [y](BackwardContext& ctx) {
-    ctx.give(0, Array(ctx.grad * *y * (1.0f - *y)));
+    ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= *y * (1.0f - *y); }));
   });
 }
 
