@@ -343,6 +343,50 @@ TEST_F(RNNTest, SequenceModulesEqualUnrolledCells) {
   }
 }
 
+TEST_F(RNNTest, CellsMatchTheirEquationsWrittenWithOps) {
+  const int64_t B = 3, C = 5, H = 24;
+  const Tensor x = randn({B, C}, true), h = randn({B, H}, true), c = randn({B, H}, true);
+  auto grads = [](const std::vector<Tensor>& ts) {
+    std::vector<Tensor> g;
+    for (const Tensor& t : ts) {
+      g.push_back(t.grad().clone());
+      t.set_grad(Tensor());
+    }
+    return g;
+  };
+  auto gate = [H](const Tensor& t, int64_t k) { return narrow(t, -1, k * H, H); };
+  {
+    nn::LSTMCell cell(C, H);
+    const std::vector<Tensor> leaves = with_params({x, h, c}, cell);
+    const auto s = cell.forward(x, {h, c});
+    (sum(s.h * s.h) + sum(s.c * 0.5f)).backward();
+    const auto fused = grads(leaves);
+    const Tensor a = linear(x, cell.weight_ih, cell.bias_ih) + linear(h, cell.weight_hh, cell.bias_hh);
+    const Tensor c2 = sigmoid(gate(a, 1)) * c + sigmoid(gate(a, 0)) * tanh(gate(a, 2));
+    const Tensor h2 = sigmoid(gate(a, 3)) * tanh(c2);
+    EXPECT_TRUE(ref::close(s.h, h2));
+    EXPECT_TRUE(ref::close(s.c, c2));
+    (sum(h2 * h2) + sum(c2 * 0.5f)).backward();
+    const auto composed = grads(leaves);
+    for (size_t i = 0; i < leaves.size(); ++i) EXPECT_TRUE(ref::close(fused[i], composed[i])) << i;
+  }
+  {
+    nn::GRUCell cell(C, H);
+    const std::vector<Tensor> leaves = with_params({x, h}, cell);
+    const Tensor y = cell.forward(x, h);
+    sum(y * y).backward();
+    const auto fused = grads(leaves);
+    const Tensor gi = linear(x, cell.weight_ih, cell.bias_ih), gh = linear(h, cell.weight_hh, cell.bias_hh);
+    const Tensor r = sigmoid(gate(gi, 0) + gate(gh, 0)), z = sigmoid(gate(gi, 1) + gate(gh, 1));
+    const Tensor n = tanh(gate(gi, 2) + r * gate(gh, 2));
+    const Tensor y2 = (1.0f - z) * n + z * h;
+    EXPECT_TRUE(ref::close(y, y2));
+    sum(y2 * y2).backward();
+    const auto composed = grads(leaves);
+    for (size_t i = 0; i < leaves.size(); ++i) EXPECT_TRUE(ref::close(fused[i], composed[i])) << i;
+  }
+}
+
 // ---- layouts, modes, names, init, errors -------------------------------------------------------
 
 TEST_F(RNNTest, UnbatchedAndBatchFirstLayouts) {

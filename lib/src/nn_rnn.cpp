@@ -1,8 +1,8 @@
-// Recurrent layers. The cells are written with tapegrad ops (they read like the equations);
-// the sequence modules run each layer as: one GEMM projecting every step's input
-// (tg::linear), then one recorded op for the whole recurrence, whose backward is
-// backpropagation through time written by hand (one small GEMM per step each way, and the
-// weight gradient as one GEMM over all steps).
+// Recurrent layers. RNNCell is written with tapegrad ops and reads like the equation. The
+// sequence modules run each layer as one GEMM projecting every step's input (tg::linear),
+// then one recorded op for the whole recurrence, whose backward is backpropagation through
+// time written by hand (one small GEMM per step each way, and the weight gradient as one GEMM
+// over all steps). LSTMCell and GRUCell run the same recurrence ops for a single step.
 //
 // Legend: T = time steps, B = batch, C = input features, H = hidden size, L = layers,
 // G = gate rows (H for RNN, 4H for LSTM, 3H for GRU).
@@ -392,18 +392,15 @@ LSTMCell::LSTMCell(const LSTMCellOptions& o) : Module("LSTMCell"), options(o) {
 void LSTMCell::reset_parameters() { uniform_all(*this, options.hidden_size_); }
 
 // [i f g o] = x W_ihᵀ + b_ih + h W_hhᵀ + b_hh;  c' = σ(f) c + σ(i) tanh(g);  h' = σ(o) tanh(c')
+// One step of the fused recurrence: 7 tape nodes instead of about 17 for the same ops.
 LSTMState LSTMCell::forward(const Tensor& x, const LSTMState& state) const {
   const Shape hs = check_cell_input(*this, x, options.input_size_, options.hidden_size_);
   const Tensor h = state_or_zeros(*this, "h", state.h, hs);
   const Tensor c = state_or_zeros(*this, "c", state.c, hs);
-  const int64_t H = options.hidden_size_;
-  const Tensor gates = linear(x, weight_ih, bias_ih) + linear(h, weight_hh, bias_hh);
-  const Tensor i = sigmoid(narrow(gates, -1, 0, H));
-  const Tensor f = sigmoid(narrow(gates, -1, H, H));
-  const Tensor g = tanh(narrow(gates, -1, 2 * H, H));
-  const Tensor o = sigmoid(narrow(gates, -1, 3 * H, H));
-  const Tensor c_next = f * c + i * g;
-  return {o * tanh(c_next), c_next};
+  const int64_t B = x.dim() == 1 ? 1 : x.size(0);
+  const Tensor xp = reshape(linear(x, weight_ih, bias_ih), {1, B, 4 * options.hidden_size_});
+  const Tensor z = lstm(xp, h, c, weight_hh, bias_hh);  // (2, B, H): h', c'
+  return {reshape(narrow(z, 0, 0, 1), hs), reshape(narrow(z, 0, 1, 1), hs)};
 }
 
 std::string LSTMCell::extra_repr() const { return cell_repr(options); }
@@ -417,17 +414,13 @@ GRUCell::GRUCell(const GRUCellOptions& o) : Module("GRUCell"), options(o) {
 void GRUCell::reset_parameters() { uniform_all(*this, options.hidden_size_); }
 
 // r, z = σ(x W_ir,izᵀ + b_ir,iz + h W_hr,hzᵀ + b_hr,hz);  n = tanh(x W_inᵀ + b_in + r (h W_hnᵀ + b_hn))
-// h' = (1 - z) n + z h
+// h' = (1 - z) n + z h, as one step of the fused recurrence.
 Tensor GRUCell::forward(const Tensor& x, const Tensor& h_in) const {
   const Shape hs = check_cell_input(*this, x, options.input_size_, options.hidden_size_);
   const Tensor h = state_or_zeros(*this, "h", h_in, hs);
-  const int64_t H = options.hidden_size_;
-  const Tensor gi = linear(x, weight_ih, bias_ih);
-  const Tensor gh = linear(h, weight_hh, bias_hh);
-  const Tensor r = sigmoid(narrow(gi, -1, 0, H) + narrow(gh, -1, 0, H));
-  const Tensor z = sigmoid(narrow(gi, -1, H, H) + narrow(gh, -1, H, H));
-  const Tensor n = tanh(narrow(gi, -1, 2 * H, H) + r * narrow(gh, -1, 2 * H, H));
-  return (1.0f - z) * n + z * h;
+  const int64_t B = x.dim() == 1 ? 1 : x.size(0);
+  const Tensor xp = reshape(linear(x, weight_ih, bias_ih), {1, B, 3 * options.hidden_size_});
+  return reshape(gru(xp, h, weight_hh, bias_hh), hs);
 }
 
 std::string GRUCell::extra_repr() const { return cell_repr(options); }
