@@ -167,8 +167,10 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
 
   // Collect the nodes reachable from the root (iteratively) and order them newest first.
   // Each node is marked with this replay's number instead of being kept in a hash set.
-  // (A 32-bit mark: a stale one would need 2^32 replays while the graph stays alive.)
-  const uint32_t replay = next_replay.fetch_add(1, std::memory_order_relaxed);
+  // (A 32-bit mark: a stale one would need 2^32 replays while the graph stays alive. 0 is
+  // what a new node holds, so it is never a replay's mark.)
+  uint32_t replay = 0;
+  while (replay == 0) replay = next_replay.fetch_add(1, std::memory_order_relaxed);
   std::vector<std::pair<uint64_t, Node*>> order;  // (seq, node): sorting reads no node
   std::vector<Node*> stack{r.grad_fn.get()};
   stack.back()->visited = replay;
