@@ -1,0 +1,337 @@
+// The training workloads of the README's benchmark table, through tapegrad. bench/workloads.py
+// is the PyTorch twin (the same models, shapes, optimizers and step counts);
+// bench/run_benchmarks.sh runs both, interleaved, and prints the table.
+//
+//   workloads <w1|w2b1|w2b32|w3|w4> [--threads N] [--steps S] [--warmup W] [--reps R]
+//
+//   w1     MLP 784-256-256-10, ReLU, batch 64, cross-entropy, SGD lr 0.01 momentum 0.9
+//   w2b1   Elman char-RNN 57→128→18, T = 12 one-hot steps, h_t = tanh(i2h(x_t) + h2h(h_t-1)),
+//   w2b32  log_softmax(h2o(h_T)) + NLL, Adam lr 1e-3; batch 1 and batch 32
+//   w3     GPT-style LM: vocab 65, d_model 128, 4 heads, 2 pre-LN blocks, d_ff 512, GELU,
+//          T = 64, batch 16, token + position embeddings, causal, final LayerNorm, Linear
+//          head, cross-entropy over every position, AdamW lr 3e-4 (weight decay 0.01)
+//   w4     Linear 1024→1024 (bias) at batch 256, forward and backward (dx, dW, db) with an
+//          upstream gradient of ones; no optimizer. Also times the three products through
+//          raw cblas_sgemm (same shapes and transposes) and prints both GFLOP/s.
+//
+// A step is zero_grad (in place), forward, loss, backward, optimizer step (w4: forward and
+// backward, gradients set to none). The data is one fixed random batch. W warm-up steps are
+// not timed; then R repetitions of S steps; the best repetition counts, by wall clock and by
+// process CPU time.
+//
+// Output, one "key value" per line (bench/workloads_report.py reads it):
+//   threads, ms_per_step (best, wall), ms_median, cpu_ms_per_step (best), loss (a checksum),
+//   faults_per_step (minor page faults during the timed steps), peak_rss_kb (VmHWM), rss_kb
+//   (VmRSS at exit),
+//   hwm_growth_kb (VmHWM at exit minus VmHWM after warm-up: 0 when every step frees what the
+//   previous one allocated), w4 only: gflops, raw_ms, raw_gflops.
+#include <sys/resource.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+// Only for W4's "raw" column: the bench calls OpenBLAS directly, as a ceiling. (No xtensor-blas
+// here, so <cblas.h> may be included; the library itself calls cblas only in gemm_cblas.cpp.)
+#include <cblas.h>
+
+#include <tapegrad/tapegrad.h>
+
+namespace nn = tg::nn;
+using tg::Tensor;
+
+namespace {
+
+// ---- measurement ----------------------------------------------------------------------------
+
+double now_ms() {
+  using clock = std::chrono::steady_clock;
+  return std::chrono::duration<double, std::milli>(clock::now().time_since_epoch()).count();
+}
+
+/// A field of /proc/self/status in kB (VmHWM = peak RSS, VmRSS = current).
+/// This process's CPU time (all threads): insensitive to other jobs on a busy machine; equal
+/// to wall time when one thread works and the machine is idle.
+double cpu_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return 1e3 * static_cast<double>(ts.tv_sec) + 1e-6 * static_cast<double>(ts.tv_nsec);
+}
+
+long status_kb(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const size_t n = std::strlen(field);
+  while (std::getline(in, line))
+    if (line.compare(0, n, field) == 0 && line.size() > n && line[n] == ':')
+      return std::atol(line.c_str() + n + 1);
+  return -1;
+}
+
+long minor_faults() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_minflt;
+}
+
+struct Args {
+  std::string workload;
+  int threads = 1;
+  int steps = 0, warmup = -1, reps = 0;  // 0 / -1: the workload's default
+};
+
+struct Timing {
+  double best = 1e300, median = 0, cpu_best = 1e300;
+  double faults_per_step = 0;
+  long hwm_after_warmup = 0;
+};
+
+/// W warm-up calls, then R repetitions of S calls of `step`; wall time per call.
+Timing time_steps(const std::function<void()>& step, int steps, int warmup, int reps) {
+  for (int i = 0; i < warmup; ++i) step();
+  Timing t;
+  t.hwm_after_warmup = status_kb("VmHWM");
+  std::vector<double> per_rep;
+  const long f0 = minor_faults();
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = now_ms(), c0 = cpu_ms();
+    for (int i = 0; i < steps; ++i) step();
+    per_rep.push_back((now_ms() - t0) / steps);
+    t.cpu_best = std::min(t.cpu_best, (cpu_ms() - c0) / steps);
+  }
+  t.faults_per_step = static_cast<double>(minor_faults() - f0) / (static_cast<double>(steps) * reps);
+  std::sort(per_rep.begin(), per_rep.end());
+  t.best = per_rep.front();
+  t.median = per_rep[per_rep.size() / 2];
+  return t;
+}
+
+/// A fixed random batch: standard normal values, or uniform class ids in [0, k).
+Tensor normal_batch(const tg::Shape& shape) { return tg::randn(shape); }
+tg::Indices class_ids(int64_t n, int64_t k, tg::Shape shape) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (auto& c : v) c = static_cast<int64_t>(tg::default_generator().below(static_cast<uint64_t>(k)));
+  return tg::Indices(std::move(v), std::move(shape));
+}
+
+void print_timing(const Timing& t, float loss) {
+  std::printf("ms_per_step %.4f\nms_median %.4f\ncpu_ms_per_step %.4f\nloss %.6g\n", t.best,
+              t.median, t.cpu_best, loss);
+  std::printf("faults_per_step %.1f\n", t.faults_per_step);
+  std::printf("hwm_growth_kb %ld\n", status_kb("VmHWM") - t.hwm_after_warmup);
+}
+
+// ---- W1: MLP ---------------------------------------------------------------------------------
+
+Timing w1(const Args& a, float& loss_out) {
+  auto model = std::make_shared<nn::Sequential>(
+      std::make_shared<nn::Linear>(784, 256), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::Linear>(256, 256), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::Linear>(256, 10));
+  tg::optim::SGD opt(model->parameters(), tg::optim::SGDOptions(0.01).momentum(0.9));
+  const Tensor x = normal_batch({64, 784});       // (B, 784)
+  const tg::Indices y = class_ids(64, 10, {64});  // (B)
+  auto step = [&] {
+    opt.zero_grad();
+    Tensor loss = tg::cross_entropy(model->forward(x), y);
+    loss.backward();
+    opt.step();
+    loss_out = loss.item();
+  };
+  return time_steps(step, a.steps ? a.steps : 200, a.warmup >= 0 ? a.warmup : 20,
+                    a.reps ? a.reps : 7);
+}
+
+// ---- W2: Elman char-RNN ----------------------------------------------------------------------
+
+Timing w2(const Args& a, int64_t B, float& loss_out) {
+  constexpr int64_t V = 57, H = 128, K = 18, T = 12;
+  auto cell = std::make_shared<nn::RNNCell>(V, H);  // i2h (H, V), h2h (H, H)
+  auto h2o = std::make_shared<nn::Linear>(H, K);
+  std::vector<Tensor> params = cell->parameters();
+  for (const Tensor& p : h2o->parameters()) params.push_back(p);
+  tg::optim::Adam opt(params, tg::optim::AdamOptions(1e-3));
+  // x_t: one-hot characters (B, V), prepared once (as the notes' lineToTensor does).
+  std::vector<Tensor> xs;
+  for (int64_t t = 0; t < T; ++t) {
+    const tg::Indices chars = class_ids(B, V, {B});
+    Tensor x = tg::zeros({B, V});
+    for (int64_t b = 0; b < B; ++b) x.data()(b, chars.values[static_cast<size_t>(b)]) = 1.0f;
+    xs.push_back(x);
+  }
+  const tg::Indices y = class_ids(B, K, {B});
+  auto step = [&] {
+    opt.zero_grad();
+    Tensor h;  // undefined: zeros
+    for (int64_t t = 0; t < T; ++t) h = cell->forward(xs[static_cast<size_t>(t)], h);
+    Tensor loss = tg::nll_loss(tg::log_softmax(h2o->forward(h), -1), y);
+    loss.backward();
+    opt.step();
+    loss_out = loss.item();
+  };
+  return time_steps(step, a.steps ? a.steps : (B == 1 ? 300 : 200),
+                    a.warmup >= 0 ? a.warmup : 20, a.reps ? a.reps : 7);
+}
+
+// ---- W3: GPT-style LM ------------------------------------------------------------------------
+
+/// Token + position embeddings, pre-LN causal blocks, a final LayerNorm and a Linear head.
+/// Legend: B = batch, T = sequence length, C = d_model, V = vocabulary.
+class TinyGPT : public nn::Module {
+ public:
+  TinyGPT(int64_t vocab, int64_t T, int64_t C, int64_t heads, int64_t layers, int64_t d_ff)
+      : Module("TinyGPT") {
+    tok_emb = register_module("tok_emb", std::make_shared<nn::Embedding>(vocab, C));
+    pos_emb = register_module("pos_emb", std::make_shared<nn::Embedding>(T, C));
+    auto list = register_module("blocks", std::make_shared<nn::ModuleList>());
+    for (int64_t l = 0; l < layers; ++l)
+      blocks.push_back(list->push_back(
+          std::make_shared<nn::TransformerBlock>(nn::TransformerBlockOptions(C, heads, d_ff))));
+    ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(C));
+    head = register_module("head", std::make_shared<nn::Linear>(C, vocab));
+    std::vector<int64_t> p(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) p[static_cast<size_t>(t)] = t;
+    positions = tg::Indices(std::move(p), {T});
+  }
+  /// ids (B, T) -> logits (B, T, V)
+  Tensor forward(const tg::Indices& ids) {
+    Tensor x = tok_emb->forward(ids) + pos_emb->forward(positions);  // (B, T, C)
+    const auto causal = nn::AttentionForwardOptions().causal(true);
+    for (const auto& b : blocks) x = b->forward(x, causal);
+    return head->forward(ln_f->forward(x));
+  }
+
+ private:
+  std::shared_ptr<nn::Embedding> tok_emb, pos_emb;
+  std::vector<std::shared_ptr<nn::TransformerBlock>> blocks;
+  std::shared_ptr<nn::LayerNorm> ln_f;
+  std::shared_ptr<nn::Linear> head;
+  tg::Indices positions;
+};
+
+Timing w3(const Args& a, float& loss_out) {
+  constexpr int64_t V = 65, C = 128, NH = 4, L = 2, F = 512, T = 64, B = 16;
+  auto model = std::make_shared<TinyGPT>(V, T, C, NH, L, F);
+  tg::optim::AdamW opt(model->parameters(), tg::optim::AdamWOptions(3e-4));
+  const tg::Indices ids = class_ids(B * T, V, {B, T});
+  const tg::Indices targets = class_ids(B * T, V, {B * T});
+  auto step = [&] {
+    opt.zero_grad();
+    Tensor logits = model->forward(ids);  // (B, T, V)
+    Tensor loss = tg::cross_entropy(tg::reshape(logits, {B * T, V}), targets);
+    loss.backward();
+    opt.step();
+    loss_out = loss.item();
+  };
+  return time_steps(step, a.steps ? a.steps : 10, a.warmup >= 0 ? a.warmup : 3,
+                    a.reps ? a.reps : 5);
+}
+
+// ---- W4: one big Linear, and raw sgemm -------------------------------------------------------
+
+Timing w4(const Args& a, float& loss_out, double& raw_ms) {
+  constexpr int64_t B = 256, IN = 1024, OUT = 1024;
+  auto lin = std::make_shared<nn::Linear>(IN, OUT);
+  const Tensor x = tg::randn({B, IN}, /*requires_grad=*/true);
+  const Tensor g = tg::ones({B, OUT});
+  const int steps = a.steps ? a.steps : 20, warmup = a.warmup >= 0 ? a.warmup : 3,
+            reps = a.reps ? a.reps : 5;
+  auto step = [&] {
+    x.set_grad(Tensor());
+    lin->zero_grad(/*set_to_none=*/true);
+    Tensor y = lin->forward(x);  // (B, OUT)
+    y.backward(g);
+    loss_out = lin->weight.grad().data()[0];
+  };
+  // Raw: y = x Wᵀ, dx = g W, dW = gᵀ x, with buffers allocated once.
+  std::vector<float> X(B * IN), W(OUT * IN), G(B * OUT, 1.0f), Y(B * OUT), DX(B * IN), DW(OUT * IN);
+  std::copy(x.data().begin(), x.data().end(), X.begin());
+  std::copy(lin->weight.data().begin(), lin->weight.data().end(), W.begin());
+  auto raw = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, OUT, IN, 1.0f, X.data(), IN,
+                W.data(), IN, 0.0f, Y.data(), OUT);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, IN, OUT, 1.0f, G.data(), OUT,
+                W.data(), IN, 0.0f, DX.data(), IN);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OUT, IN, B, 1.0f, G.data(), OUT,
+                X.data(), IN, 0.0f, DW.data(), IN);
+  };
+  // Interleave the two so that load from other processes hits both alike.
+  Timing best;
+  raw_ms = 1e300;
+  for (int r = 0; r < reps; ++r) {
+    const Timing t = time_steps(step, steps, r == 0 ? warmup : 0, 1);
+    if (r == 0) best.hwm_after_warmup = t.hwm_after_warmup;
+    best.best = std::min(best.best, t.best);
+    best.cpu_best = std::min(best.cpu_best, t.cpu_best);
+    best.faults_per_step += t.faults_per_step / reps;
+    raw_ms = std::min(raw_ms, time_steps(raw, steps, r == 0 ? warmup : 0, 1).best);
+  }
+  best.median = best.best;
+  return best;
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  if (argc < 2) {
+    std::fprintf(stderr,
+                 "usage: %s <w1|w2b1|w2b32|w3|w4> [--threads N] [--steps S] [--warmup W] "
+                 "[--reps R]\n",
+                 argv[0]);
+    std::exit(2);
+  }
+  a.workload = argv[1];
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    const int v = std::atoi(argv[i + 1]);
+    if (k == "--threads") a.threads = v;
+    else if (k == "--steps") a.steps = v;
+    else if (k == "--warmup") a.warmup = v;
+    else if (k == "--reps") a.reps = v;
+    else {
+      std::fprintf(stderr, "unknown option %s\n", k.c_str());
+      std::exit(2);
+    }
+  }
+  return a;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = parse(argc, argv);
+  tg::set_device(tg::Device::CPU);
+  tg::set_num_threads(a.threads);
+  tg::manual_seed(0);
+  std::printf("threads %d\n", tg::get_num_threads());
+  float loss = 0;
+  Timing t;
+  if (a.workload == "w1") {
+    t = w1(a, loss);
+  } else if (a.workload == "w2b1") {
+    t = w2(a, 1, loss);
+  } else if (a.workload == "w2b32") {
+    t = w2(a, 32, loss);
+  } else if (a.workload == "w3") {
+    t = w3(a, loss);
+  } else if (a.workload == "w4") {
+    double raw_ms = 0;
+    t = w4(a, loss, raw_ms);
+    const double gflop = 3 * 2.0 * 256 * 1024 * 1024 / 1e9;
+    std::printf("gflops %.1f\nraw_ms %.4f\nraw_gflops %.1f\n", gflop / (t.best / 1e3), raw_ms,
+                gflop / (raw_ms / 1e3));
+  } else {
+    std::fprintf(stderr, "unknown workload '%s'\n", a.workload.c_str());
+    return 2;
+  }
+  print_timing(t, loss);
+  std::printf("peak_rss_kb %ld\nrss_kb %ld\n", status_kb("VmHWM"), status_kb("VmRSS"));
+  return 0;
+}
