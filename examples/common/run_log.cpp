@@ -107,10 +107,10 @@ bool plot_loss_curve(const std::string& csv, const std::string& png, const std::
        << "set ytics nomirror\n";
     if (has_accuracy)
       gp << "set y2label 'accuracy (%)'\nset y2tics\nset y2range [0:100]\n"
-         << "plot " << quoted(csv, false) << " using 1:2 with lines lw 2 title 'loss', "
-         << "'' using 1:($4*100) axes x1y2 with lines lw 2 title 'accuracy'\n";
+         << "plot " << quoted(csv, false) << " using 1:2 with lines lw 2 title 'training loss', "
+         << "'' using 1:($4*100) axes x1y2 with lines lw 2 title 'training accuracy'\n";
     else
-      gp << "plot " << quoted(csv, false) << " using 1:2 with lines lw 2 title 'loss'\n";
+      gp << "plot " << quoted(csv, false) << " using 1:2 with lines lw 2 title 'training loss'\n";
     if (!gp) {
       std::printf("note: cannot write %s, so no loss-curve PNG\n", script_path.c_str());
       return false;
