@@ -1,6 +1,7 @@
 #pragma once
 // Library-internal: the arithmetic the optimizer loops share with ATen's CPU kernels.
 #include <cmath>
+#include <type_traits>
 
 namespace tg {
 namespace optim {
@@ -24,6 +25,21 @@ inline float add_product(float self, float value, float t1, float t2) {
 #else
   return self + value * t1 * t2;
 #endif
+}
+
+/// Calls f(std::bool_constant<b>...) for the runtime flags b..., so that each combination
+/// gets its own loop with the flags known at compile time: no branch inside the loop, which
+/// then vectorizes (the same IEEE operations per element, so the same bits as the scalar loop).
+template <bool... Known, class F>
+void with_flags(F&& f) {
+  f(std::bool_constant<Known>()...);
+}
+template <bool... Known, class F, class... Rest>
+void with_flags(F&& f, bool b, Rest... rest) {
+  if (b)
+    with_flags<Known..., true>(f, rest...);
+  else
+    with_flags<Known..., false>(f, rest...);
 }
 
 }  // namespace detail

@@ -84,16 +84,20 @@ void SGD::update(const OptimizerOptions& options, const Tensor& param, ParamStat
   } else {
     state.tensors.erase("momentum_buffer");  // the state always fits the options
   }
-  for (int64_t j = 0; j < n; ++j) {
-    float d = o.maximize_ ? -g[j] : g[j];
-    if (use_wd) d = detail::add_scaled(d, wd, p[j]);  // d_p = d_p + wd·p
-    if (use_mom) {
-      // The first step takes d_p itself as the buffer.
-      buf[j] = first ? d : detail::add_scaled(buf[j] * mom, keep, d);
-      d = o.nesterov_ ? detail::add_scaled(d, mom, buf[j]) : buf[j];
-    }
-    p[j] = detail::add_scaled(p[j], neg_lr, d);
-  }
+  detail::with_flags(
+      [&](auto maximize, auto weight_decay, auto momentum, auto nesterov, auto first_step) {
+        for (int64_t j = 0; j < n; ++j) {
+          float d = maximize ? -g[j] : g[j];
+          if constexpr (weight_decay) d = detail::add_scaled(d, wd, p[j]);  // d_p = d_p + wd·p
+          if constexpr (momentum) {
+            // The first step takes d_p itself as the buffer.
+            buf[j] = first_step ? d : detail::add_scaled(buf[j] * mom, keep, d);
+            d = nesterov ? detail::add_scaled(d, mom, buf[j]) : buf[j];
+          }
+          p[j] = detail::add_scaled(p[j], neg_lr, d);
+        }
+      },
+      o.maximize_, use_wd, use_mom, use_mom && o.nesterov_, use_mom && first);
 }
 
 }  // namespace optim
