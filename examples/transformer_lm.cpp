@@ -319,6 +319,62 @@ std::vector<Sample> sample_words(GPT& model, const Vocab& vocab, int64_t n, int6
 
 // ---- the program -------------------------------------------------------------------------------
 
+/// Running sums of the training loss: since the last CSV row (the window) and since the last
+/// evaluation. Saved in the checkpoint, so a resumed run writes the same rows.
+struct LossLog {
+  double window = 0, eval_sum = 0, lr = 0;
+  int64_t window_n = 0, eval_n = 0;
+
+  void add(double loss) {
+    window += loss;
+    eval_sum += loss;
+    ++window_n;
+    ++eval_n;
+  }
+  /// The window's mean loss, and a new window.
+  double take_window() {
+    const double mean = window / static_cast<double>(window_n);
+    window = 0;
+    window_n = 0;
+    return mean;
+  }
+  double since_eval() const { return eval_sum / static_cast<double>(eval_n); }
+  void end_eval_window() {
+    eval_sum = 0;
+    eval_n = 0;
+  }
+  tg::StateDict state_dict() const {
+    tg::StateDict d;
+    d.numbers = {{"window", window}, {"window_n", static_cast<double>(window_n)}, {"eval_sum", eval_sum},
+                 {"eval_n", static_cast<double>(eval_n)}, {"lr", lr}};
+    return d;
+  }
+  void load_state_dict(const tg::StateDict& d) {
+    window = d.number_at("window", "log");
+    window_n = static_cast<int64_t>(d.number_at("window_n", "log"));
+    eval_sum = d.number_at("eval_sum", "log");
+    eval_n = static_cast<int64_t>(d.number_at("eval_n", "log"));
+    lr = d.number_at("lr", "log");
+  }
+};
+
+/// --resume continues the same run: the schedule in the checkpoint must be this run's
+/// (--steps and --lr), else tg::ValueError saying what differs.
+void check_same_schedule(const tg::Checkpoint& ck, const std::string& path, int64_t steps, double lr) {
+  const tg::StateDict& s = ck.get("scheduler");
+  const double saved_steps = s.number_at("total_steps", path + ": scheduler");
+  const double saved_lr = s.number_at("base_lrs.0", path + ": scheduler");
+  auto text = [](double v) {
+    std::ostringstream os;
+    os << v;
+    return os.str();
+  };
+  if (saved_steps != static_cast<double>(steps) || saved_lr != lr)
+    throw tg::ValueError("--resume: " + path + " was started with --steps " + text(saved_steps) + " --lr " +
+                         text(saved_lr) + ", this run has --steps " + std::to_string(steps) + " --lr " + text(lr) +
+                         "; resume with the same options");
+}
+
 struct Args {
   ex::RunOptions run;
   Config model;
@@ -329,6 +385,7 @@ struct Args {
   int64_t eval_every = 250;
   int64_t log_every = 25;
   int64_t limit = 0;
+  int64_t stop_after = 0;
   bool resume = false;
   int64_t sample = 0;
   std::string lang;
@@ -422,9 +479,11 @@ int run_train(const Args& a) {
   if (sampler.num_batches() == 0)
     throw tg::ValueError("--batch " + std::to_string(a.batch) + " is larger than the " +
                          std::to_string(train.size()) + " training words");
+  LossLog log;
   int64_t step = 0;
   if (a.resume) {
-    resumed.restore(*model, {{"optimizer", opt}, {"scheduler", sched}, {"data", sampler}});
+    check_same_schedule(resumed, a.run.checkpoint, a.steps, a.run.lr);
+    resumed.restore(*model, {{"optimizer", opt}, {"scheduler", sched}, {"data", sampler}, {"log", log}});
     step = resumed.step;
     std::printf("resumed %s at step %lld\n", a.run.checkpoint.c_str(), static_cast<long long>(step));
   }
@@ -434,6 +493,7 @@ int run_train(const Args& a) {
     ck.set("optimizer", opt.state_dict());
     ck.set("scheduler", sched.state_dict());
     ck.set("data", sampler.state_dict());
+    ck.set("log", log.state_dict());
     ck.step = at;
     write_metadata(*model, vocab, ck.metadata);
     ck.save(a.run.checkpoint);
@@ -443,10 +503,9 @@ int run_train(const Args& a) {
   ex::CsvLog csv(ex::sibling_path(a.run.checkpoint, ".csv"), a.resume ? step : -1);
   const auto params = model->parameters();
   model->train();
-  double window = 0, since_eval = 0;  // summed batch losses since the last log / evaluation
-  int64_t window_n = 0, since_eval_n = 0;
   while (step < a.steps) {
-    const int64_t first = step + 1, stop = std::min(a.steps, step + a.eval_every);
+    // Evaluation windows end at multiples of --eval-every (so a resumed run keeps them).
+    const int64_t first = step + 1, stop = std::min(a.steps, (step / a.eval_every + 1) * a.eval_every);
     ex::ProgressBar bar("steps " + std::to_string(first) + "-" + std::to_string(stop), stop - step);
     while (step < stop) {
       if (!sampler.in_epoch()) sampler.begin_epoch();
@@ -458,32 +517,30 @@ int run_train(const Args& a) {
       opt.zero_grad();
       loss.backward();
       tg::nn::utils::clip_grad_norm_(params, 1.0);
-      const double lr = opt.param_groups()[0].lr();
+      log.lr = opt.param_groups()[0].lr();
       opt.step();
       sched.step();
       ++step;
-      window += loss.item();
-      since_eval += loss.item();
-      ++window_n;
-      ++since_eval_n;
-      if (step % a.log_every == 0 && step != stop) {
-        csv.add(step, window / static_cast<double>(window_n), lr, std::numeric_limits<double>::quiet_NaN());
-        window = 0;
-        window_n = 0;
+      log.add(loss.item());
+      if (step % a.log_every == 0 && step != stop)
+        csv.add(step, log.take_window(), log.lr, std::numeric_limits<double>::quiet_NaN());
+      if (step == a.stop_after) {
+        save(step);
+        bar.finish("stopped at step " + std::to_string(step) + " (--stop-after); checkpoint saved");
+        return 0;
       }
       char status[64];
-      std::snprintf(status, sizeof status, "train loss %.4f", since_eval / static_cast<double>(since_eval_n));
+      std::snprintf(status, sizeof status, "train loss %.4f", log.since_eval());
       bar.update(step - first + 1, status);
     }
     const Evaluation v = evaluate(*model, val);
-    const double lr = opt.param_groups()[0].lr();  // the next step's (the schedule has moved on)
-    if (window_n > 0) csv.add(step, window / static_cast<double>(window_n), lr, v.accuracy);
+    const double train_loss = log.since_eval();
+    if (log.window_n > 0) csv.add(step, log.take_window(), log.lr, v.accuracy);
+    log.end_eval_window();
     char summary[192];
     std::snprintf(summary, sizeof summary, "train loss %.4f  val loss %.4f  val acc %5.1f%%  lr %.2e  %4.0f s",
-                  since_eval / static_cast<double>(since_eval_n), v.loss, 100 * v.accuracy, lr, watch.seconds());
+                  train_loss, v.loss, 100 * v.accuracy, log.lr, watch.seconds());
     bar.finish(summary);
-    window = since_eval = 0;
-    window_n = since_eval_n = 0;
     save(step);
   }
 
@@ -540,7 +597,9 @@ int main(int argc, char** argv) {
   app.add_option("--heads", a.model.n_heads, "attention heads")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
   app.add_option("--d-ff", a.model.d_ff, "feed-forward width")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
   app.add_option("--dropout", a.model.dropout, "dropout rate")->check(CLI::Range(0.0, 0.9))->capture_default_str();
-  auto* resume = app.add_flag("--resume", a.resume, "continue the run saved in --checkpoint");
+  auto* resume = app.add_flag("--resume", a.resume, "continue the run saved in --checkpoint (same --steps, --batch)");
+  app.add_option("--stop-after", a.stop_after, "stop after step N and save the checkpoint, as if interrupted")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000000}));
   app.add_option("--sample", a.sample, "load --checkpoint, print N new words and exit")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->excludes(resume);
   app.add_option("--lang", a.lang, "language of the sampled words (default: a random one for each)");

@@ -21,6 +21,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -232,6 +233,62 @@ std::shared_ptr<SortTransformer> load_model(const std::string& path, tg::Checkpo
   return model;
 }
 
+/// Running sums of the training loss: since the last CSV row (the window) and since the last
+/// evaluation. Saved in the checkpoint, so a resumed run writes the same rows.
+struct LossLog {
+  double window = 0, eval_sum = 0, lr = 0;
+  int64_t window_n = 0, eval_n = 0;
+
+  void add(double loss) {
+    window += loss;
+    eval_sum += loss;
+    ++window_n;
+    ++eval_n;
+  }
+  /// The window's mean loss, and a new window.
+  double take_window() {
+    const double mean = window / static_cast<double>(window_n);
+    window = 0;
+    window_n = 0;
+    return mean;
+  }
+  double since_eval() const { return eval_sum / static_cast<double>(eval_n); }
+  void end_eval_window() {
+    eval_sum = 0;
+    eval_n = 0;
+  }
+  tg::StateDict state_dict() const {
+    tg::StateDict d;
+    d.numbers = {{"window", window}, {"window_n", static_cast<double>(window_n)}, {"eval_sum", eval_sum},
+                 {"eval_n", static_cast<double>(eval_n)}, {"lr", lr}};
+    return d;
+  }
+  void load_state_dict(const tg::StateDict& d) {
+    window = d.number_at("window", "log");
+    window_n = static_cast<int64_t>(d.number_at("window_n", "log"));
+    eval_sum = d.number_at("eval_sum", "log");
+    eval_n = static_cast<int64_t>(d.number_at("eval_n", "log"));
+    lr = d.number_at("lr", "log");
+  }
+};
+
+/// --resume continues the same run: the schedule in the checkpoint must be this run's
+/// (--steps and --lr), else tg::ValueError saying what differs.
+void check_same_schedule(const tg::Checkpoint& ck, const std::string& path, int64_t steps, double lr) {
+  const tg::StateDict& s = ck.get("scheduler");
+  const double saved_steps = s.number_at("total_steps", path + ": scheduler");
+  const double saved_lr = s.number_at("base_lrs.0", path + ": scheduler");
+  auto text = [](double v) {
+    std::ostringstream os;
+    os << v;
+    return os.str();
+  };
+  if (saved_steps != static_cast<double>(steps) || saved_lr != lr)
+    throw tg::ValueError("--resume: " + path + " was started with --steps " + text(saved_steps) + " --lr " +
+                         text(saved_lr) + ", this run has --steps " + std::to_string(steps) + " --lr " + text(lr) +
+                         "; resume with the same options");
+}
+
 struct Args {
   ex::RunOptions run;
   Config config;
@@ -241,6 +298,7 @@ struct Args {
   double weight_decay = 0.01;
   int64_t eval_every = 250;
   int64_t log_every = 25;
+  int64_t stop_after = 0;
   bool resume = false, eval = false;
   std::string predict;
 };
@@ -307,17 +365,20 @@ int run_train(Args a) {
 
   tg::optim::AdamW opt(model->parameters(), tg::optim::AdamWOptions(a.run.lr).weight_decay(a.weight_decay));
   tg::optim::WarmupCosineLR sched(opt, std::min(a.warmup, a.steps / 10), a.steps, 0.0);
+  LossLog log;
   int64_t step = 0;
-  if (a.resume) {
-    resumed.restore(*model, {{"optimizer", opt}, {"scheduler", sched}});  // and the RNG: the data stream
+  if (a.resume) {  // the RNG too: the training stream continues where it stopped
+    check_same_schedule(resumed, a.run.checkpoint, a.steps, a.run.lr);
+    resumed.restore(*model, {{"optimizer", opt}, {"scheduler", sched}, {"log", log}});
     step = resumed.step;
-    std::printf("resumed from %s at step %lld\n", a.run.checkpoint.c_str(), static_cast<long long>(step));
+    std::printf("resumed %s at step %lld\n", a.run.checkpoint.c_str(), static_cast<long long>(step));
   }
   auto save = [&](int64_t at) {
     tg::Checkpoint ck;  // captures the generator: a resumed run draws the same next batches
     ck.set_model(*model);
     ck.set("optimizer", opt.state_dict());
     ck.set("scheduler", sched.state_dict());
+    ck.set("log", log.state_dict());
     ck.step = at;
     c.to_metadata(ck.metadata);
     ck.save(a.run.checkpoint);
@@ -327,12 +388,11 @@ int run_train(Args a) {
   ex::CsvLog csv(ex::sibling_path(a.run.checkpoint, ".csv"), a.resume ? step : -1);
   const auto params = model->parameters();
   const int64_t L = c.max_len;
-  double window = 0, since_eval = 0;  // summed batch losses since the last log / evaluation
-  int64_t window_n = 0, since_eval_n = 0, skipped = 0;
-  double acc = 0;
+  int64_t skipped = 0;
   model->train();
   while (step < a.steps) {
-    const int64_t first = step + 1, stop = std::min(a.steps, step + a.eval_every);
+    // Evaluation windows end at multiples of --eval-every (so a resumed run keeps them).
+    const int64_t first = step + 1, stop = std::min(a.steps, (step / a.eval_every + 1) * a.eval_every);
     ex::ProgressBar bar("steps " + std::to_string(first) + "-" + std::to_string(stop), stop - step);
     while (step < stop) {
       Examples batch;
@@ -350,36 +410,35 @@ int run_train(Args a) {
       opt.zero_grad();
       loss.backward();
       tg::nn::utils::clip_grad_norm_(params, 1.0);
-      const double lr = opt.param_groups()[0].lr();
+      log.lr = opt.param_groups()[0].lr();
       opt.step();
       sched.step();
       ++step;
-      window += loss.item();
-      since_eval += loss.item();
-      ++window_n;
-      ++since_eval_n;
-      if (step % a.log_every == 0 && step != stop) {
-        csv.add(step, window / static_cast<double>(window_n), lr, std::numeric_limits<double>::quiet_NaN());
-        window = 0;
-        window_n = 0;
+      log.add(loss.item());
+      if (step % a.log_every == 0 && step != stop)
+        csv.add(step, log.take_window(), log.lr, std::numeric_limits<double>::quiet_NaN());
+      if (step == a.stop_after) {
+        save(step);
+        bar.finish("stopped at step " + std::to_string(step) + " (--stop-after); checkpoint saved");
+        return 0;
       }
       char status[64];
-      std::snprintf(status, sizeof status, "loss %.4f", since_eval / static_cast<double>(since_eval_n));
+      std::snprintf(status, sizeof status, "loss %.4f", log.since_eval());
       bar.update(step - first + 1, status);
     }
-    acc = exact_match(*model, test);
-    const double lr = opt.param_groups()[0].lr();  // the next step's (the schedule has moved on)
-    if (window_n > 0) csv.add(step, window / static_cast<double>(window_n), lr, acc);
+    const double acc = exact_match(*model, test);
+    const double train_loss = log.since_eval();
+    if (log.window_n > 0) csv.add(step, log.take_window(), log.lr, acc);
+    log.end_eval_window();
     char summary[160];
-    std::snprintf(summary, sizeof summary, "loss %.4f  held-out exact match %6.2f%%  lr %.2e  %4.0f s",
-                  since_eval / static_cast<double>(since_eval_n), 100 * acc, lr, watch.seconds());
+    std::snprintf(summary, sizeof summary, "loss %.4f  held-out exact match %6.2f%%  lr %.2e  %4.0f s", train_loss,
+                  100 * acc, log.lr, watch.seconds());
     bar.finish(summary);
-    window = since_eval = 0;
-    window_n = since_eval_n = 0;
     save(step);
   }
-  std::printf("\nheld-out exact-match accuracy %.2f%% of %lld sequences after %lld steps (%.1f s)\n", 100 * acc,
-              static_cast<long long>(c.test_size), static_cast<long long>(step), watch.seconds());
+  std::printf("\nheld-out exact-match accuracy %.2f%% of %lld sequences after %lld steps (%.1f s)\n",
+              100 * exact_match(*model, test), static_cast<long long>(c.test_size), static_cast<long long>(step),
+              watch.seconds());
   // Reload the checkpoint into a fresh model: the same predictions on the whole held-out set.
   tg::Checkpoint ck;
   auto reloaded = load_model(a.run.checkpoint, ck);
@@ -422,7 +481,9 @@ int main(int argc, char** argv) {
   app.add_option("--d-ff", a.config.d_ff, "feed-forward width")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
   app.add_option("--test-size", a.config.test_size, "held-out sequences")->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  app.add_flag("--resume", a.resume, "continue training from --checkpoint");
+  app.add_flag("--resume", a.resume, "continue the run saved in --checkpoint (same --steps)");
+  app.add_option("--stop-after", a.stop_after, "stop after step N and save the checkpoint, as if interrupted")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000000}));
   auto* eval = app.add_flag("--eval", a.eval, "evaluate --checkpoint on its held-out set and exit");
   app.add_option("--predict", a.predict, "sort/reverse these digits with --checkpoint and exit")->excludes(eval);
   return ex::run_main(app, argc, argv, [&] {
