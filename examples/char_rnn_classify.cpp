@@ -284,10 +284,14 @@ void print_predictions(const LoadedModel& m, const std::vector<std::u32string>& 
 
 int predict(const Config& cfg) {
   const LoadedModel m = load_model(cfg.run.checkpoint);
+  std::vector<std::u32string> words;
+  for (const auto& w : cfg.predict) {
+    words.push_back(ex::to_lower(ex::utf8_decode(w, "--predict")));
+    if (words.back().empty()) throw tg::ValueError("--predict: an empty word");
+    m.vocab.encode(words.back());  // an unknown character fails here, before any output
+  }
   std::printf("%s: %s cell, hidden %lld; top-3 languages:\n", cfg.run.checkpoint.c_str(),
               m.model->cell_kind.c_str(), static_cast<long long>(m.model->hidden_size));
-  std::vector<std::u32string> words;
-  for (const auto& w : cfg.predict) words.push_back(ex::to_lower(ex::utf8_decode(w, "--predict")));
   print_predictions(m, words);
   return 0;
 }

@@ -89,11 +89,20 @@ bool plot_loss_curve(const std::string& csv, const std::string& png, const std::
     return false;
   }
   bool has_accuracy = false;
+  int rows = 0;
   {
     std::ifstream in(csv);
     std::string line;
-    while (std::getline(in, line))
-      if (line != kHeader && !line.empty() && line.back() != ',') has_accuracy = true;
+    while (std::getline(in, line)) {
+      if (line == kHeader || line.empty()) continue;
+      ++rows;
+      if (line.back() != ',') has_accuracy = true;
+    }
+  }
+  if (rows < 2) {
+    std::printf("note: %s has %d row%s, too few for a loss-curve PNG\n", csv.c_str(), rows,
+                rows == 1 ? "" : "s");
+    return false;
   }
   const std::string script_path = png + ".gp";
   {

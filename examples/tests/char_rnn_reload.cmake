@@ -35,3 +35,9 @@ if(NOT trained STREQUAL predicted)
   message(FATAL_ERROR "--predict differs from the predictions printed after training")
 endif()
 message("same top-3 predictions for ${n} words")
+# A word with a character outside the vocabulary is refused with a message, not a crash.
+execute_process(COMMAND ${EXE} --checkpoint ck/model.ckpt --predict "日本"
+                WORKING_DIRECTORY "${WORKDIR}" RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+if(rc EQUAL 0 OR NOT rc MATCHES "^[0-9]+$" OR NOT "${o}${e}" MATCHES "character '日' \\(U\\+65E5\\) in '日本' is not in the vocabulary")
+  message(FATAL_ERROR "--predict with an unknown character: expected a clear error, got [${rc}] ${o}${e}")
+endif()
