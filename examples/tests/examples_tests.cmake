@@ -82,3 +82,10 @@ example_test(linear_basics.missing_data linear_basics nonzero
   "linear_basics: error: cannot open /nonexistent/points.csv: No such file or directory"
   REJECT "== 1\\."
   ARGS --data /nonexistent/points.csv)
+
+# ---- the shared code (examples/common) ----------------------------------------------------------
+find_package(GTest REQUIRED)
+include(GoogleTest)
+add_executable(test_examples_common ${_ex_tests}/test_examples_common.cpp)
+target_link_libraries(test_examples_common PRIVATE tapegrad_examples_common GTest::gtest GTest::gtest_main)
+gtest_discover_tests(test_examples_common TEST_PREFIX example.common. DISCOVERY_TIMEOUT 60)
