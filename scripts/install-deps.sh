@@ -14,6 +14,7 @@ packages=(
   libcli11-dev                      # example command lines
   python3-numpy                     # npz interop test
   gnuplot-nox                       # loss-curve plots
+  libopenmpi-dev openmpi-bin        # tapegrad::distributed and its mpirun tests
 )
 if [[ "${1:-}" == "--torch" ]]; then packages+=(python3-torch); fi
 
