@@ -1,0 +1,173 @@
+// Step time of data-parallel training on the W3 workload (bench/workloads.cpp): a GPT-style
+// LM, vocab 65, d_model 128, 4 heads, 2 pre-LN blocks, d_ff 512, T = 64, AdamW lr 3e-4, a
+// global batch of 16 sequences split over the ranks.
+//
+//   OPENBLAS_NUM_THREADS=1 build/bench/ddp_bench                  # 1 process, batch 16
+//   OPENBLAS_NUM_THREADS=1 mpirun -np 2 build/bench/ddp_bench     # 2 ranks, batch 8 each
+//   ddp_bench [--batch B] [--steps S] [--warmup W] [--reps R] [--bucket-mb M]
+//
+// A step: zero_grad, forward, loss, backward, sync_gradients (the allreduce; a no-op with one
+// rank), AdamW step. W warm-up steps, then R repetitions of S steps, each started after a
+// barrier and timed by the slowest rank; the best repetition counts. Printed per step: the
+// whole step and the time inside sync_gradients (the communication, slowest rank), plus the
+// gradient bytes each sync moves and the mean loss over the ranks (a checksum).
+//
+// Built without MPI (no tapegrad::distributed), it only says so.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#ifdef TAPEGRAD_HAS_DISTRIBUTED
+#include <tapegrad/distributed.h>
+#include <tapegrad/tapegrad.h>
+
+namespace dist = tg::distributed;
+namespace nn = tg::nn;
+using tg::Tensor;
+
+namespace {
+
+double now_ms() {
+  using clock = std::chrono::steady_clock;
+  return std::chrono::duration<double, std::milli>(clock::now().time_since_epoch()).count();
+}
+
+double max_over_ranks(double v) {
+  std::vector<float> all(static_cast<size_t>(dist::world_size()), 0.0f);
+  all[static_cast<size_t>(dist::rank())] = static_cast<float>(v);
+  dist::allreduce(all.data(), static_cast<int64_t>(all.size()));
+  return *std::max_element(all.begin(), all.end());
+}
+
+/// W3's model: token + position embeddings, pre-LN causal blocks, final LayerNorm, head.
+/// Legend: B = batch, T = sequence length, C = d_model, V = vocabulary.
+class TinyGPT : public nn::Module {
+ public:
+  TinyGPT(int64_t vocab, int64_t T, int64_t C, int64_t heads, int64_t layers, int64_t d_ff)
+      : Module("TinyGPT") {
+    tok_emb = register_module("tok_emb", std::make_shared<nn::Embedding>(vocab, C));
+    pos_emb = register_module("pos_emb", std::make_shared<nn::Embedding>(T, C));
+    auto list = register_module("blocks", std::make_shared<nn::ModuleList>());
+    for (int64_t l = 0; l < layers; ++l)
+      blocks.push_back(list->push_back(
+          std::make_shared<nn::TransformerBlock>(nn::TransformerBlockOptions(C, heads, d_ff))));
+    ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(C));
+    head = register_module("head", std::make_shared<nn::Linear>(C, vocab));
+    std::vector<int64_t> p(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) p[static_cast<size_t>(t)] = t;
+    positions = tg::Indices(std::move(p), {T});
+  }
+  /// ids (B, T) -> logits (B, T, V)
+  Tensor forward(const tg::Indices& ids) {
+    Tensor x = tok_emb->forward(ids) + pos_emb->forward(positions);  // (B, T, C)
+    const auto causal = nn::AttentionForwardOptions().causal(true);
+    for (const auto& b : blocks) x = b->forward(x, causal);
+    return head->forward(ln_f->forward(x));
+  }
+
+ private:
+  std::shared_ptr<nn::Embedding> tok_emb, pos_emb;
+  std::vector<std::shared_ptr<nn::TransformerBlock>> blocks;
+  std::shared_ptr<nn::LayerNorm> ln_f;
+  std::shared_ptr<nn::Linear> head;
+  tg::Indices positions;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  dist::Guard mpi(argc, argv);
+  const int r = dist::rank(), w = dist::world_size();
+  constexpr int64_t V = 65, C = 128, NH = 4, L = 2, F = 512, T = 64, GLOBAL_B = 16;
+  int64_t B = GLOBAL_B / w;
+  int steps = 10, warmup = 3, reps = 5;
+  double bucket_mb = 25;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    const char* v = argv[i + 1];
+    if (k == "--batch") B = std::atoll(v);
+    else if (k == "--steps") steps = std::atoi(v);
+    else if (k == "--warmup") warmup = std::atoi(v);
+    else if (k == "--reps") reps = std::atoi(v);
+    else if (k == "--bucket-mb") bucket_mb = std::atof(v);
+    else {
+      if (r == 0) std::fprintf(stderr, "ddp_bench: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+
+  tg::manual_seed(1);
+  auto model = std::make_shared<TinyGPT>(V, T, C, NH, L, F);
+  dist::DistributedDataParallel ddp(
+      model, dist::DDPOptions().bucket_bytes(static_cast<int64_t>(bucket_mb * (1 << 20))));
+  tg::optim::AdamW opt(model->parameters(), tg::optim::AdamWOptions(3e-4));
+  // One fixed global batch (the same on every rank); rank r trains on rows r*B .. r*B+B-1.
+  tg::Generator gen(7);
+  std::vector<int64_t> ids_all(GLOBAL_B * T), tgt_all(GLOBAL_B * T);
+  for (auto& x : ids_all) x = static_cast<int64_t>(gen.below(V));
+  for (auto& x : tgt_all) x = static_cast<int64_t>(gen.below(V));
+  const int64_t first = (r * B) % GLOBAL_B;
+  std::vector<int64_t> ids_v, tgt_v;
+  for (int64_t i = 0; i < B; ++i) {
+    const int64_t row = (first + i) % GLOBAL_B;
+    ids_v.insert(ids_v.end(), ids_all.begin() + row * T, ids_all.begin() + (row + 1) * T);
+    tgt_v.insert(tgt_v.end(), tgt_all.begin() + row * T, tgt_all.begin() + (row + 1) * T);
+  }
+  const tg::Indices ids(ids_v, {B, T}), targets(tgt_v, {B * T});
+
+  double wait_ms = 0, sync_ms = 0, loss = 0;
+  auto step = [&] {
+    opt.zero_grad();
+    Tensor logits = model->forward(ids);  // (B, T, V)
+    Tensor l = tg::cross_entropy(tg::reshape(logits, {B * T, V}), targets);
+    l.backward();
+    double t0 = now_ms();
+    if (w > 1) dist::barrier();  // waiting for the slowest rank, timed apart from the transfer
+    const double t1 = now_ms();
+    ddp.sync_gradients();
+    wait_ms += t1 - t0;
+    sync_ms += now_ms() - t1;
+    opt.step();
+    loss = l.item();
+  };
+  for (int i = 0; i < warmup; ++i) step();
+  struct Rep { double step, wait, sync; };
+  std::vector<Rep> times;  // per step, slowest rank
+  for (int rep = 0; rep < reps; ++rep) {
+    wait_ms = sync_ms = 0;
+    dist::barrier();
+    const double t0 = now_ms();
+    for (int i = 0; i < steps; ++i) step();
+    const double step_ms = max_over_ranks((now_ms() - t0) / steps);
+    const double wait = max_over_ranks(wait_ms / steps), sync = max_over_ranks(sync_ms / steps);
+    times.push_back({step_ms, wait, sync});
+  }
+  std::sort(times.begin(), times.end(), [](const Rep& a, const Rep& b) { return a.step < b.step; });
+  const double mean_loss = dist::allreduce(loss, dist::ReduceOp::Average);
+  int64_t grad_floats = 0;
+  for (const auto& [name, p] : ddp.parameters()) grad_floats += p.numel();
+  if (r == 0) {
+    const char* threads = std::getenv("OPENBLAS_NUM_THREADS");
+    std::printf("ranks %d\nbatch_per_rank %lld\nglobal_batch %lld\nopenblas_threads %s\n", w,
+                static_cast<long long>(B), static_cast<long long>(B * w), threads ? threads : "default");
+    std::printf("buckets %zu\nsync_bytes %lld\n", ddp.buckets().size(),
+                static_cast<long long>(grad_floats * 4));
+    std::printf("ms_per_step %.2f\nms_median %.2f\nwait_ms_per_step %.3f\nsync_ms_per_step %.3f\n"
+                "loss %.5f\n", times.front().step, times[times.size() / 2].step, times.front().wait,
+                times.front().sync, mean_loss);
+  }
+  return 0;
+}
+
+#else
+int main() {
+  std::printf("ddp_bench: built without MPI (tapegrad::distributed was not found at configure "
+              "time); install libopenmpi-dev and reconfigure\n");
+  return 0;
+}
+#endif
