@@ -17,6 +17,10 @@
 // into a fresh model, checks that the test accuracy is identical and shows a few predictions.
 //   --resume            continue the run in --checkpoint (bitwise identical to never stopping)
 //   --predict WORD...   load --checkpoint and print the top-3 languages of each word
+//   --distributed       data parallel over MPI: `mpirun -np N char_rnn_classify --distributed`;
+//                       each rank trains on 1/N of every epoch at --batch words, gradients are
+//                       averaged (so N ranks at batch b step like one process at batch N*b);
+//                       rank 0 prints and writes the checkpoint, CSV and plot
 //
 // Legend: B = batch, T = longest word in the batch, V = characters (60), H = hidden size,
 // K = languages (11), n_t = words still running at step t.
@@ -28,10 +32,12 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/cli.h"
+#include "common/parallel.h"
 #include "common/progress.h"
 #include "common/run_log.h"
 #include "common/words.h"
@@ -139,6 +145,7 @@ struct Config {
   int64_t stop_after = 0;
   int64_t log_every = 20;
   bool resume = false;
+  bool distributed = false;
   std::vector<std::string> predict;
 };
 
@@ -348,6 +355,7 @@ std::map<std::string, std::string> run_metadata(const Config& cfg, const ex::Cha
 
 int train(const Config& cfg) {
   ex::apply_run_options(cfg.run);
+  ex::Parallel par(cfg.distributed);  // --distributed: MPI; only rank 0 prints
   const ex::WordsData data = ex::load_words(cfg.run.data, cfg.limit);
   // Train covers every character of val and test (datasets/README.md); with --limit it may not.
   std::vector<std::u32string> all_words = data.train.words;
@@ -365,16 +373,19 @@ int train(const Config& cfg) {
               static_cast<long long>(vocab.size()));
 
   auto model = std::make_shared<CharClassifier>(cfg.cell, vocab.size(), cfg.hidden, K);
-  Loader loader(train_set, tg::data::DataLoaderOptions(cfg.batch).shuffle(true).seed(cfg.run.seed));
+  par.wrap(model);  // rank 0's initial weights everywhere
+  Loader loader(train_set,
+                par.shard(tg::data::DataLoaderOptions(cfg.batch).shuffle(true).seed(cfg.run.seed)));
   const int64_t total_steps = cfg.epochs * loader.num_batches();
   tg::optim::Adam opt(model->parameters(), tg::optim::AdamOptions(cfg.run.lr));
   tg::optim::CosineAnnealingLR sched(opt, std::max<int64_t>(total_steps, 1), cfg.run.lr * 0.02);
   TrainStats stats;
-  const auto metadata = run_metadata(cfg, vocab, data.languages);
+  auto metadata = run_metadata(cfg, vocab, data.languages);
+  if (par.on()) metadata["ranks"] = std::to_string(par.world_size());
 
   int64_t step = 0;
   if (cfg.resume) {
-    const tg::Checkpoint ck = tg::Checkpoint::load(cfg.run.checkpoint);
+    const tg::Checkpoint ck = par.load(cfg.run.checkpoint);
     for (const auto& [key, value] : metadata) {
       const auto it = ck.metadata.find(key);
       if (it == ck.metadata.end() || it->second != value)
@@ -394,9 +405,14 @@ int train(const Config& cfg) {
               static_cast<long long>(model->num_parameters()), cfg.run.lr, cfg.run.lr * 0.02,
               static_cast<long long>(cfg.batch), static_cast<long long>(cfg.epochs),
               static_cast<long long>(loader.num_batches()));
+  if (par.on())
+    std::printf("distributed: %d ranks, each on 1/%d of every epoch at batch %lld (global batch %lld)\n",
+                par.world_size(), par.world_size(), static_cast<long long>(cfg.batch),
+                static_cast<long long>(cfg.batch * par.world_size()));
 
   const std::string csv_path = ex::sibling_path(cfg.run.checkpoint, ".csv");
-  ex::CsvLog csv(csv_path, cfg.resume ? step : -1);
+  std::optional<ex::CsvLog> csv;  // rank 0's
+  if (par.is_main()) csv.emplace(csv_path, cfg.resume ? step : -1);
   auto save = [&] {
     tg::Checkpoint ck;  // captures the RNG now
     ck.set_model(*model);
@@ -407,8 +423,8 @@ int train(const Config& cfg) {
     ck.step = step;
     ck.epoch = loader.epoch();
     ck.metadata = metadata;
-    ex::make_parent_dirs(cfg.run.checkpoint);
-    ck.save(cfg.run.checkpoint);
+    if (par.is_main()) ex::make_parent_dirs(cfg.run.checkpoint);
+    par.save(ck, cfg.run.checkpoint);  // with --distributed rank 0 writes, all ranks wait
   };
 
   ex::Stopwatch clock;
@@ -426,6 +442,7 @@ int train(const Config& cfg) {
       const tg::Tensor loss = tg::nll_loss(logp, batch.labels);
       opt.zero_grad();
       loss.backward();
+      par.sync_gradients();  // --distributed: the mean over the ranks
       if (cfg.clip > 0) nn::utils::clip_grad_norm_(model->parameters(), cfg.clip);
       const double lr = opt.param_groups()[0].lr();
       opt.step();
@@ -446,7 +463,7 @@ int train(const Config& cfg) {
       stats.epoch_seen += B;
       stats.window_seen += B;
       if (stats.window_batches == cfg.log_every) {
-        csv.add(step, stats.window_loss / stats.window_batches, lr,
+        if (csv) csv->add(step, stats.window_loss / stats.window_batches, lr,
                 double(stats.window_correct) / double(stats.window_seen));
         stats.window_loss = 0;
         stats.window_batches = stats.window_correct = stats.window_seen = 0;
@@ -467,7 +484,7 @@ int train(const Config& cfg) {
       std::printf("resume with the same options and --resume\n");
       return 0;
     }
-    const Evaluation val = evaluate(*model, val_set, K);
+    const Evaluation val = par.is_main() ? evaluate(*model, val_set, K) : Evaluation();
     char summary[160];
     std::snprintf(summary, sizeof summary,
                   "loss %.4f  train acc %5.1f%%  val loss %.4f  val acc %5.1f%%  lr %.2e  %5.1fs",
@@ -479,6 +496,7 @@ int train(const Config& cfg) {
     stats.epoch_batches = stats.epoch_correct = stats.epoch_seen = 0;
     save();
   }
+  if (!par.is_main()) return 0;  // testing, reloading and plotting: rank 0's
 
   const Evaluation test = evaluate(*model, test_set, K);
   print_confusion(test, data.languages);
@@ -526,15 +544,19 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"rnn", "lstm", "gru"}));
   app.add_option("--hidden", cfg.hidden, "hidden size")->capture_default_str()->check(CLI::Range(1, 4096));
   app.add_option("--epochs", cfg.epochs, "training epochs")->capture_default_str()->check(CLI::Range(1, 100000));
-  app.add_option("--batch", cfg.batch, "words per batch")->capture_default_str()->check(CLI::Range(1, 100000));
+  app.add_option("--batch", cfg.batch, "words per batch (per rank with --distributed)")->capture_default_str()->check(CLI::Range(1, 100000));
   app.add_option("--clip", cfg.clip, "clip the gradient norm to this (0: off)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   ex::add_run_options(app, cfg.run, "directory with languages.txt and {train,val,test}.tsv");
   auto* resume = app.add_flag("--resume", cfg.resume, "continue the run saved in --checkpoint (same options)");
+  auto* distributed = app.add_flag(
+      "--distributed", cfg.distributed,
+      "data parallel over MPI: run as mpirun -np N char_rnn_classify --distributed");
   app.add_option("--predict", cfg.predict, "load --checkpoint and print the top-3 languages of each WORD")
       ->type_name("WORD...")
-      ->excludes(resume);
+      ->excludes(resume)
+      ->excludes(distributed);
   app.add_option("--limit", cfg.limit, "use only the first N words of each split (quick runs)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--stop-after", cfg.stop_after,

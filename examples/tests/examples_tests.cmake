@@ -89,3 +89,13 @@ include(GoogleTest)
 add_executable(test_examples_common ${_ex_tests}/test_examples_common.cpp)
 target_link_libraries(test_examples_common PRIVATE tapegrad_examples_common GTest::gtest GTest::gtest_main)
 gtest_discover_tests(test_examples_common TEST_PREFIX example.common. DISCOVERY_TIMEOUT 60)
+
+# ---- --distributed (only where tapegrad::distributed was built) -------------------------------
+if(TARGET tapegrad::distributed)
+  add_test(NAME example.char_rnn.distributed
+           COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:char_rnn_classify> -DMPIEXEC=${MPIEXEC_EXECUTABLE}
+                   -DWORKDIR=${_ex_runs}/char_rnn.distributed -P ${_ex_tests}/char_rnn_distributed.cmake)
+  # Open MPI refuses root unless told; no single-copy (CMA) transfers, which containers forbid.
+  set_tests_properties(example.char_rnn.distributed PROPERTIES TIMEOUT 180 LABELS "examples;distributed"
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_btl_vader_single_copy_mechanism=none")
+endif()
