@@ -2,9 +2,11 @@
 // LM, vocab 65, d_model 128, 4 heads, 2 pre-LN blocks, d_ff 512, T = 64, AdamW lr 3e-4, a
 // global batch of 16 sequences split over the ranks.
 //
-//   OPENBLAS_NUM_THREADS=1 build/bench/ddp_bench                  # 1 process, batch 16
-//   OPENBLAS_NUM_THREADS=1 mpirun -np 2 build/bench/ddp_bench     # 2 ranks, batch 8 each
-//   ddp_bench [--batch B] [--steps S] [--warmup W] [--reps R] [--bucket-mb M]
+//   build/bench/ddp_bench                  # 1 process, batch 16
+//   mpirun -np 2 build/bench/ddp_bench     # 2 ranks, batch 8 each
+//   ddp_bench [--threads N] [--batch B] [--steps S] [--warmup W] [--reps R] [--bucket-mb M]
+//
+// --threads: OpenBLAS threads per process (tg::set_num_threads), 1 by default.
 //
 // A step: zero_grad, forward, loss, backward, sync_gradients (the allreduce; a no-op with one
 // rank), AdamW step. W warm-up steps, then R repetitions of S steps, each started after a
@@ -85,7 +87,7 @@ int main(int argc, char** argv) {
   const int r = dist::rank(), w = dist::world_size();
   constexpr int64_t V = 65, C = 128, NH = 4, L = 2, F = 512, T = 64, GLOBAL_B = 16;
   int64_t B = GLOBAL_B / w;
-  int steps = 10, warmup = 3, reps = 5;
+  int steps = 10, warmup = 3, reps = 5, threads = 1;
   double bucket_mb = 25;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
@@ -95,12 +97,14 @@ int main(int argc, char** argv) {
     else if (k == "--warmup") warmup = std::atoi(v);
     else if (k == "--reps") reps = std::atoi(v);
     else if (k == "--bucket-mb") bucket_mb = std::atof(v);
+    else if (k == "--threads") threads = std::atoi(v);
     else {
       if (r == 0) std::fprintf(stderr, "ddp_bench: unknown option %s\n", k.c_str());
       return 2;
     }
   }
 
+  tg::set_num_threads(threads);
   tg::manual_seed(1);
   auto model = std::make_shared<TinyGPT>(V, T, C, NH, L, F);
   dist::DistributedDataParallel ddp(
@@ -152,9 +156,8 @@ int main(int argc, char** argv) {
   int64_t grad_floats = 0;
   for (const auto& [name, p] : ddp.parameters()) grad_floats += p.numel();
   if (r == 0) {
-    const char* threads = std::getenv("OPENBLAS_NUM_THREADS");
-    std::printf("ranks %d\nbatch_per_rank %lld\nglobal_batch %lld\nopenblas_threads %s\n", w,
-                static_cast<long long>(B), static_cast<long long>(B * w), threads ? threads : "default");
+    std::printf("ranks %d\nbatch_per_rank %lld\nglobal_batch %lld\nthreads_per_rank %d\n", w,
+                static_cast<long long>(B), static_cast<long long>(B * w), tg::get_num_threads());
     std::printf("buckets %zu\nsync_bytes %lld\n", ddp.buckets().size(),
                 static_cast<long long>(grad_floats * 4));
     std::printf("ms_per_step %.2f\nms_median %.2f\nwait_ms_per_step %.3f\nsync_ms_per_step %.3f\n"
