@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <string>
 
+#include "distributed_internal.h"
 #include "tapegrad/distributed.h"
 
 namespace tg {
@@ -42,8 +43,13 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
     throw ValueError("DistributedDataParallel: verify_every must be >= 0, got " +
                      std::to_string(options_.verify_every_));
   world_size();  // DistributedError before init()
-  for (auto& [name, p] : module_->named_parameters())
-    if (p.requires_grad()) params_.emplace_back(name, p);
+  for (auto& [name, p] : module_->named_parameters()) {
+    const bool seen = std::any_of(params_.begin(), params_.end(),
+                                  [&](const auto& e) { return e.second.is_same(p); });
+    if (p.requires_grad() && !seen) params_.emplace_back(name, p);  // a tied weight once
+  }
+  // Every rank must pack the same gradients in the same order, or the sums mix parameters.
+  detail::check_same_layout(params_, 0, "DistributedDataParallel: the parameters that require grad");
   std::vector<int64_t> numels;
   for (const auto& entry : params_) numels.push_back(entry.second.numel());
   buckets_ = plan_buckets(numels, options_.bucket_bytes_);

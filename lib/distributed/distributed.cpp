@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "distributed_internal.h"
 #include "tapegrad/checkpoint.h"
 #include "tapegrad/distributed.h"
 
@@ -94,13 +95,13 @@ void init() { init_impl(nullptr, nullptr); }
 void finalize() {
   Group& g = group();
   if (g.comm == MPI_COMM_NULL) return;
-  MPI_Comm_free(&g.comm);
+  int finalized = 0;
+  MPI_Finalized(&finalized);  // the program may have finalized MPI itself
+  if (!finalized) MPI_Comm_free(&g.comm);
   g.comm = MPI_COMM_NULL;
   g.rank = 0;
   g.size = 1;
   if (g.owns_mpi) {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
     if (!finalized) MPI_Finalize();
     g.owns_mpi = false;
   }
@@ -210,21 +211,27 @@ std::string first_difference(const std::string& mine, const std::string& root, i
 }
 }  // namespace
 
+namespace detail {
+void check_same_layout(const std::vector<std::pair<std::string, Tensor>>& entries, int root,
+                       const std::string& what) {
+  const std::string mine = layout_of(entries);
+  std::string roots = mine;
+  broadcast(roots, root);
+  const std::string diff = mine == roots ? "" : first_difference(mine, roots, root);
+  const std::string bad = ranks_where(!diff.empty(), "check_same_layout");
+  if (!bad.empty())
+    throw DistributedError("distributed: " + what + " differ from rank " + std::to_string(root) +
+                           "'s on rank(s) " + bad + (diff.empty() ? std::string() : "; " + diff));
+}
+}  // namespace detail
+
 void broadcast_state(nn::Module& module, int root, int64_t bucket_bytes) {
   comm("broadcast_state");
   check_root(root, "broadcast_state");
   const auto state = module.named_state();
 
   // 1. Every rank must have the same names and shapes as root.
-  const std::string mine = layout_of(state);
-  std::string roots = mine;
-  broadcast(roots, root);
-  const std::string diff = mine == roots ? "" : first_difference(mine, roots, root);
-  const std::string bad = ranks_where(!diff.empty(), "broadcast_state");
-  if (!bad.empty())
-    throw DistributedError("distributed: broadcast_state: the module differs from rank " +
-                           std::to_string(root) + "'s on rank(s) " + bad +
-                           (diff.empty() ? std::string() : "; " + diff));
+  detail::check_same_layout(state, root, "broadcast_state: the module's parameters and buffers");
 
   // 2. Pack into buckets, one message each.
   std::vector<int64_t> numels;

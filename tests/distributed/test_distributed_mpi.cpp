@@ -191,6 +191,36 @@ TEST(Distributed, DifferentModelsAreRejectedOnEveryRank) {
   EXPECT_THROW(dist::verify_state(*model), DistributedError);
 }
 
+TEST(Distributed, DifferentTrainableParametersAreRejected) {
+  auto model = make_mlp(0);
+  if (dist::rank() == 1) model->fc2->bias.requires_grad_(false);  // frozen on rank 1 only
+  if (dist::world_size() == 1) GTEST_SKIP() << "needs 2 ranks";
+  try {
+    dist::DistributedDataParallel ddp(model);
+    ADD_FAILURE() << "expected tg::DistributedError";
+  } catch (const DistributedError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("require grad differ from rank 0's on rank(s) 1"), std::string::npos) << msg;
+  }
+}
+
+TEST(Distributed, TiedWeightsAreSyncedOnce) {
+  struct Tied : nn::Module {
+    Tensor w;
+    Tied() : Module("Tied") {
+      w = register_parameter("w", ones({3}));
+      register_parameter("w_again", w);  // the same tensor under a second name
+    }
+  };
+  auto model = std::make_shared<Tied>();
+  dist::DistributedDataParallel ddp(model);
+  ASSERT_EQ(ddp.parameters().size(), 1u);
+  model->w.set_grad(full({3}, static_cast<float>(dist::rank())));
+  ddp.sync_gradients();
+  const float mean = (dist::world_size() - 1) / 2.0f;
+  EXPECT_EQ(model->w.grad().to_vector(), std::vector<float>(3, mean));
+}
+
 TEST(Distributed, VerifyStateNamesTheDivergedParameter) {
   auto model = make_mlp(3);
   dist::DistributedDataParallel ddp(model);
