@@ -3,7 +3,7 @@
 //
 //   transformer_lm                            train (a few minutes); checkpoints/transformer_lm.ckpt
 //   transformer_lm --sample 10 --lang fr      ten new French words from the checkpoint alone
-//   transformer_lm --resume --steps 6000      continue a run
+//   transformer_lm --resume                   continue an interrupted run (same options)
 //
 // A word c1 … cn of language ℓ is the sequence  <ℓ> c1 … cn <end>: the model reads <ℓ> c1 … cn
 // and predicts c1 … cn <end>, position t seeing only positions ≤ t (causal attention). Losses
@@ -72,7 +72,7 @@ struct Vocab {
 
 /// The model's shape: everything needed to rebuild it, stored in the checkpoint's metadata.
 struct Config {
-  int64_t d_model = 64, n_layers = 2, n_heads = 4, d_ff = 256, block_size = 16;
+  int64_t d_model = 96, n_layers = 3, n_heads = 4, d_ff = 384, block_size = 16;
   float dropout = 0.1f;
 };
 
@@ -567,7 +567,7 @@ int run_train(const Args& a) {
   print_samples(samples_again, known_words(data));
 
   const std::string png = ex::sibling_path(a.run.checkpoint, ".png");
-  ex::plot_loss_curve(csv.path(), png, "transformer_lm: training loss, validation next-character accuracy");
+  ex::plot_loss_curve(csv.path(), png, "transformer_lm", "validation next-character accuracy");
   std::printf("\ncheckpoint %s, curve %s and %s\n", a.run.checkpoint.c_str(), csv.path().c_str(), png.c_str());
   return 0;
 }
@@ -580,7 +580,6 @@ int main(int argc, char** argv) {
   Args a;
   a.run.lr = 3e-3;
   a.run.seed = 1;
-  a.run.threads = 2;
   a.run.checkpoint = "checkpoints/transformer_lm.ckpt";
   a.run.data = ex::words_dir();
   ex::add_run_options(app, a.run, "words dataset directory (languages.txt, train/val/test.tsv)");

@@ -81,7 +81,8 @@ static std::string quoted(const std::string& s, bool shell) {
   return out + "'";
 }
 
-bool plot_loss_curve(const std::string& csv, const std::string& png, const std::string& title) {
+bool plot_loss_curve(const std::string& csv, const std::string& png, const std::string& title,
+                     const std::string& accuracy_label) {
   const std::string gnuplot = find_on_path("gnuplot");
   if (gnuplot.empty()) {
     std::printf("note: gnuplot not found, so no loss-curve PNG (install gnuplot-nox); the curve "
@@ -117,7 +118,7 @@ bool plot_loss_curve(const std::string& csv, const std::string& png, const std::
     if (has_accuracy)
       gp << "set y2label 'accuracy (%)'\nset y2tics\nset y2range [0:100]\n"
          << "plot " << quoted(csv, false) << " using 1:2 with lines lw 2 title 'training loss', "
-         << "'' using 1:($4*100) axes x1y2 with lines lw 2 title 'training accuracy'\n";
+         << "'' using 1:($4*100) axes x1y2 with lines lw 2 title " << quoted(accuracy_label, false) << "\n";
     else
       gp << "plot " << quoted(csv, false) << " using 1:2 with lines lw 2 title 'training loss'\n";
     if (!gp) {

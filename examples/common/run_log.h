@@ -33,6 +33,8 @@ class CsvLog {
 
 /// Draws the CSV's loss (and, if present, accuracy on a second axis) into `png` with gnuplot.
 /// Returns false after printing a note (never throws) if gnuplot is missing or fails.
-bool plot_loss_curve(const std::string& csv, const std::string& png, const std::string& title);
+/// `accuracy_label` names the accuracy curve in the legend.
+bool plot_loss_curve(const std::string& csv, const std::string& png, const std::string& title,
+                     const std::string& accuracy_label = "training accuracy");
 
 }  // namespace ex
