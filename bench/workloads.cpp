@@ -23,8 +23,11 @@
 //   threads, ms_per_step (best, wall), ms_median, cpu_ms_per_step (best), loss (a checksum),
 //   faults_per_step (minor page faults during the timed steps), peak_rss_kb (VmHWM), rss_kb
 //   (VmRSS at exit),
-//   hwm_growth_kb (VmHWM at exit minus VmHWM after warm-up: 0 when every step frees what the
-//   previous one allocated), w4 only: gflops, raw_ms, raw_gflops.
+//   hwm_growth_kb (VmHWM at exit minus VmHWM after warm-up), live_heap_kb (bytes malloc has
+//   handed out, between steps) and live_heap_growth_kb (its change since the warm-up: 0 when
+//   each step frees everything it allocated, saved activations included),
+//   w4 only: gflops, raw_ms, raw_gflops.
+#include <malloc.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -76,6 +79,12 @@ long status_kb(const char* field) {
   return -1;
 }
 
+/// Bytes malloc has handed out and not taken back (heap and mmapped blocks), in kB.
+long live_heap_kb() {
+  const struct mallinfo2 mi = mallinfo2();
+  return static_cast<long>((mi.uordblks + mi.hblkhd) / 1024);
+}
+
 long minor_faults() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -92,6 +101,7 @@ struct Timing {
   double best = 1e300, median = 0, cpu_best = 1e300;
   double faults_per_step = 0;
   long hwm_after_warmup = 0;
+  long live_after_warmup = 0, live_at_end = 0;  // live heap between steps
 };
 
 /// W warm-up calls, then R repetitions of S calls of `step`; wall time per call.
@@ -99,6 +109,7 @@ Timing time_steps(const std::function<void()>& step, int steps, int warmup, int 
   for (int i = 0; i < warmup; ++i) step();
   Timing t;
   t.hwm_after_warmup = status_kb("VmHWM");
+  t.live_after_warmup = live_heap_kb();
   std::vector<double> per_rep;
   const long f0 = minor_faults();
   for (int r = 0; r < reps; ++r) {
@@ -108,6 +119,7 @@ Timing time_steps(const std::function<void()>& step, int steps, int warmup, int 
     t.cpu_best = std::min(t.cpu_best, (cpu_ms() - c0) / steps);
   }
   t.faults_per_step = static_cast<double>(minor_faults() - f0) / (static_cast<double>(steps) * reps);
+  t.live_at_end = live_heap_kb();
   std::sort(per_rep.begin(), per_rep.end());
   t.best = per_rep.front();
   t.median = per_rep[per_rep.size() / 2];
@@ -127,6 +139,8 @@ void print_timing(const Timing& t, float loss) {
               t.median, t.cpu_best, loss);
   std::printf("faults_per_step %.1f\n", t.faults_per_step);
   std::printf("hwm_growth_kb %ld\n", status_kb("VmHWM") - t.hwm_after_warmup);
+  std::printf("live_heap_kb %ld\nlive_heap_growth_kb %ld\n", t.live_at_end,
+              t.live_at_end - t.live_after_warmup);
 }
 
 // ---- W1: MLP ---------------------------------------------------------------------------------
@@ -268,10 +282,14 @@ Timing w4(const Args& a, float& loss_out, double& raw_ms) {
   raw_ms = 1e300;
   for (int r = 0; r < reps; ++r) {
     const Timing t = time_steps(step, steps, r == 0 ? warmup : 0, 1);
-    if (r == 0) best.hwm_after_warmup = t.hwm_after_warmup;
+    if (r == 0) {
+      best.hwm_after_warmup = t.hwm_after_warmup;
+      best.live_after_warmup = t.live_after_warmup;
+    }
     best.best = std::min(best.best, t.best);
     best.cpu_best = std::min(best.cpu_best, t.cpu_best);
     best.faults_per_step += t.faults_per_step / reps;
+    best.live_at_end = t.live_at_end;
     raw_ms = std::min(raw_ms, time_steps(raw, steps, r == 0 ? warmup : 0, 1).best);
   }
   best.median = best.best;

@@ -13,8 +13,15 @@
 namespace tg {
 namespace detail {
 void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
+bool tune_malloc();  // memory.cpp
 }
 using namespace detail;
+
+namespace {
+// Once, at load: freed large temporaries stay in the heap for the next step instead of going
+// back to the kernel (memory.cpp; TAPEGRAD_MALLOC_TUNING=0 opts out).
+[[maybe_unused]] const bool g_malloc_tuned = tune_malloc();
+}  // namespace
 
 std::string to_string(const Shape& shape) {
   std::string s = "[";
