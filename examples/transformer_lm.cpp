@@ -596,7 +596,8 @@ int main(int argc, char** argv) {
   app.add_option("--heads", a.model.n_heads, "attention heads")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
   app.add_option("--d-ff", a.model.d_ff, "feed-forward width")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
   app.add_option("--dropout", a.model.dropout, "dropout rate")->check(CLI::Range(0.0, 0.9))->capture_default_str();
-  auto* resume = app.add_flag("--resume", a.resume, "continue the run saved in --checkpoint (same --steps, --batch)");
+  auto* resume = app.add_flag("--resume", a.resume,
+                              "continue the run saved in --checkpoint (same --steps, --lr, --batch, --limit)");
   app.add_option("--stop-after", a.stop_after, "stop after step N and save the checkpoint, as if interrupted")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000000}));
   app.add_option("--sample", a.sample, "load --checkpoint, print N new words and exit")

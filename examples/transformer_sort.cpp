@@ -480,7 +480,7 @@ int main(int argc, char** argv) {
   app.add_option("--d-ff", a.config.d_ff, "feed-forward width")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
   app.add_option("--test-size", a.config.test_size, "held-out sequences")->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  app.add_flag("--resume", a.resume, "continue the run saved in --checkpoint (same --steps)");
+  app.add_flag("--resume", a.resume, "continue the run saved in --checkpoint (same --steps, --lr)");
   app.add_option("--stop-after", a.stop_after, "stop after step N and save the checkpoint, as if interrupted")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000000}));
   auto* eval = app.add_flag("--eval", a.eval, "evaluate --checkpoint on its held-out set and exit");
