@@ -8,11 +8,15 @@
 //
 // --threads: OpenBLAS threads per process (tg::set_num_threads), 1 by default.
 //
-// A step: zero_grad, forward, loss, backward, sync_gradients (the allreduce; a no-op with one
+// A step: zero_grad, forward, loss, backward, a barrier (wait: time spent waiting for the
+// slowest rank to finish its backward), sync_gradients (sync: the transfer; a no-op with one
 // rank), AdamW step. W warm-up steps, then R repetitions of S steps, each started after a
-// barrier and timed by the slowest rank; the best repetition counts. Printed per step: the
-// whole step and the time inside sync_gradients (the communication, slowest rank), plus the
-// gradient bytes each sync moves and the mean loss over the ranks (a checksum).
+// barrier. Printed: ms_per_step_best_rep, the best repetition's wall time per step (slowest
+// rank); the median and mean over all timed steps of step, wait and sync (each step's slowest
+// rank: a rank descheduled by the OS for a few ms shows in the mean, not the median); the
+// gradient bytes each sync moves; the mean loss over the ranks (a checksum, equal for any
+// number of ranks); raw_allreduce, the same bytes allreduced back to back outside the steps
+// (the transfer alone; best and median of 5 x 10 calls).
 //
 // Built without MPI (no tapegrad::distributed), it only says so.
 #include <algorithm>
@@ -124,45 +128,80 @@ int main(int argc, char** argv) {
   }
   const tg::Indices ids(ids_v, {B, T}), targets(tgt_v, {B * T});
 
-  double wait_ms = 0, sync_ms = 0, loss = 0;
+  double wait_ms = 0, sync_ms = 0, loss = 0;  // of the last step
   auto step = [&] {
     opt.zero_grad();
     Tensor logits = model->forward(ids);  // (B, T, V)
     Tensor l = tg::cross_entropy(tg::reshape(logits, {B * T, V}), targets);
     l.backward();
-    double t0 = now_ms();
+    const double t0 = now_ms();
     if (w > 1) dist::barrier();  // waiting for the slowest rank, timed apart from the transfer
     const double t1 = now_ms();
     ddp.sync_gradients();
-    wait_ms += t1 - t0;
-    sync_ms += now_ms() - t1;
+    wait_ms = t1 - t0;
+    sync_ms = now_ms() - t1;
     opt.step();
     loss = l.item();
   };
   for (int i = 0; i < warmup; ++i) step();
-  struct Rep { double step, wait, sync; };
-  std::vector<Rep> times;  // per step, slowest rank
+  // Each timed step: its wall time, wait and sync on every rank (slots [rank][step]).
+  const int n = reps * steps;
+  std::vector<float> step_t(static_cast<size_t>(n) * w), wait_t(step_t.size()), sync_t(step_t.size());
+  std::vector<double> rep_ms;  // wall time per step of each repetition, slowest rank
   for (int rep = 0; rep < reps; ++rep) {
-    wait_ms = sync_ms = 0;
     dist::barrier();
-    const double t0 = now_ms();
-    for (int i = 0; i < steps; ++i) step();
-    const double step_ms = max_over_ranks((now_ms() - t0) / steps);
-    const double wait = max_over_ranks(wait_ms / steps), sync = max_over_ranks(sync_ms / steps);
-    times.push_back({step_ms, wait, sync});
+    const double start = now_ms();
+    for (int i = 0; i < steps; ++i) {
+      const double t0 = now_ms();
+      step();
+      const size_t k = static_cast<size_t>(r) * n + rep * steps + i;
+      step_t[k] = static_cast<float>(now_ms() - t0);
+      wait_t[k] = static_cast<float>(wait_ms);
+      sync_t[k] = static_cast<float>(sync_ms);
+    }
+    rep_ms.push_back(max_over_ranks((now_ms() - start) / steps));
   }
-  std::sort(times.begin(), times.end(), [](const Rep& a, const Rep& b) { return a.step < b.step; });
-  const double mean_loss = dist::allreduce(loss, dist::ReduceOp::Average);
+  // Per step, the slowest rank; then the median and mean over the steps.
+  auto summarize = [&](std::vector<float>& t, double& median, double& mean) {
+    dist::allreduce(t.data(), static_cast<int64_t>(t.size()));  // gathers: other slots are 0
+    std::vector<double> worst(static_cast<size_t>(n), 0.0);
+    for (int q = 0; q < w; ++q)
+      for (int k = 0; k < n; ++k) worst[k] = std::max<double>(worst[k], t[static_cast<size_t>(q) * n + k]);
+    mean = 0;
+    for (double x : worst) mean += x / n;
+    std::sort(worst.begin(), worst.end());
+    median = worst[worst.size() / 2];
+  };
+  double step_med, step_mean, wait_med, wait_mean, sync_med, sync_mean;
+  summarize(step_t, step_med, step_mean);
+  summarize(wait_t, wait_med, wait_mean);
+  summarize(sync_t, sync_med, sync_mean);
+  std::sort(rep_ms.begin(), rep_ms.end());
+
+  // The same bytes allreduced back to back, outside any step: the transfer alone.
   int64_t grad_floats = 0;
   for (const auto& [name, p] : ddp.parameters()) grad_floats += p.numel();
+  std::vector<float> raw(static_cast<size_t>(grad_floats), 0.0f);
+  std::vector<double> raw_ms;
+  for (int rep = 0; rep < 5; ++rep) {
+    dist::barrier();
+    const double t0 = now_ms();
+    for (int i = 0; i < 10; ++i) dist::allreduce(raw.data(), grad_floats);
+    raw_ms.push_back(max_over_ranks((now_ms() - t0) / 10));
+  }
+  std::sort(raw_ms.begin(), raw_ms.end());
+  const double mean_loss = dist::allreduce(loss, dist::ReduceOp::Average);
   if (r == 0) {
     std::printf("ranks %d\nbatch_per_rank %lld\nglobal_batch %lld\nthreads_per_rank %d\n", w,
                 static_cast<long long>(B), static_cast<long long>(B * w), tg::get_num_threads());
-    std::printf("buckets %zu\nsync_bytes %lld\n", ddp.buckets().size(),
-                static_cast<long long>(grad_floats * 4));
-    std::printf("ms_per_step %.2f\nms_median %.2f\nwait_ms_per_step %.3f\nsync_ms_per_step %.3f\n"
-                "loss %.5f\n", times.front().step, times[times.size() / 2].step, times.front().wait,
-                times.front().sync, mean_loss);
+    std::printf("buckets %zu\nsync_bytes %lld\nloss %.5f\n", ddp.buckets().size(),
+                static_cast<long long>(grad_floats * 4), mean_loss);
+    std::printf("ms_per_step_best_rep %.2f\nstep_ms_median %.2f\nstep_ms_mean %.2f\n",
+                rep_ms.front(), step_med, step_mean);
+    std::printf("wait_ms_median %.3f\nwait_ms_mean %.3f\nsync_ms_median %.3f\nsync_ms_mean %.3f\n",
+                wait_med, wait_mean, sync_med, sync_mean);
+    std::printf("raw_allreduce_ms %.3f\nraw_allreduce_median_ms %.3f\n", raw_ms.front(),
+                raw_ms[raw_ms.size() / 2]);
   }
   return 0;
 }
