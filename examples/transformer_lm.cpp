@@ -4,6 +4,9 @@
 //   transformer_lm                            train (a few minutes); checkpoints/transformer_lm.ckpt
 //   transformer_lm --sample 10 --lang fr      ten new French words from the checkpoint alone
 //   transformer_lm --resume                   continue an interrupted run (same options)
+//   mpirun -np N transformer_lm --distributed data parallel: each rank takes --batch words of
+//                                             its 1/N of the data, gradients are averaged;
+//                                             rank 0 prints and writes the checkpoint
 //
 // A word c1 … cn of language ℓ is the sequence  <ℓ> c1 … cn <end>: the model reads <ℓ> c1 … cn
 // and predicts c1 … cn <end>, position t seeing only positions ≤ t (causal attention). Losses
@@ -23,12 +26,14 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/cli.h"
+#include "common/parallel.h"
 #include "common/progress.h"
 #include "common/run_log.h"
 #include "common/words.h"
@@ -387,6 +392,7 @@ struct Args {
   int64_t limit = 0;
   int64_t stop_after = 0;
   bool resume = false;
+  bool distributed = false;
   int64_t sample = 0;
   std::string lang;
   double temperature = 1.0;
@@ -424,6 +430,7 @@ int run_sample(const Args& a) {
 }
 
 int run_train(const Args& a) {
+  ex::Parallel par(a.distributed);  // --distributed: MPI; only rank 0 prints
   const ex::Stopwatch watch;
   const ex::WordsData data = ex::load_words(a.run.data, a.limit);
 
@@ -431,7 +438,7 @@ int run_train(const Args& a) {
   Vocab vocab;
   tg::Checkpoint resumed;
   if (a.resume) {  // the model's shape and vocabulary come from the checkpoint
-    resumed = tg::Checkpoint::load(a.run.checkpoint);
+    resumed = par.load(a.run.checkpoint);  // with --distributed, rank 0 reads it for all
     LoadedModel m = load_model(resumed, a.run.checkpoint);
     model = m.model;
     vocab = m.vocab;
@@ -457,6 +464,7 @@ int run_train(const Args& a) {
     }
     return out;
   };
+  par.wrap(model);  // rank 0's initial weights everywhere
   const std::vector<Seq> train = encode(data.train), val = encode(data.val);
   const int64_t lang = a.lang.empty() ? -1 : vocab.lang_index(a.lang);  // for the samples at the end
   const Bigram bigram(vocab, train);
@@ -474,8 +482,10 @@ int run_train(const Args& a) {
 
   tg::optim::AdamW opt(model->parameters(), tg::optim::AdamWOptions(a.run.lr).weight_decay(a.weight_decay));
   tg::optim::WarmupCosineLR sched(opt, std::min(a.warmup, a.steps / 10), a.steps, 0.1);
-  tg::data::BatchSampler sampler(static_cast<int64_t>(train.size()),
-                                 tg::data::DataLoaderOptions(a.batch).shuffle(true).drop_last(true));
+  // Sharded (--distributed), every rank must draw the same order: a seeded shuffle.
+  auto sampling = tg::data::DataLoaderOptions(a.batch).shuffle(true).drop_last(true);
+  if (par.on()) sampling.seed(a.run.seed);
+  tg::data::BatchSampler sampler(static_cast<int64_t>(train.size()), par.shard(sampling));
   if (sampler.num_batches() == 0)
     throw tg::ValueError("--batch " + std::to_string(a.batch) + " is larger than the " +
                          std::to_string(train.size()) + " training words");
@@ -484,6 +494,7 @@ int run_train(const Args& a) {
   if (a.resume) {
     check_same_schedule(resumed, a.run.checkpoint, a.steps, a.run.lr);
     resumed.restore(*model, {{"optimizer", opt}, {"scheduler", sched}, {"data", sampler}, {"log", log}});
+    if (par.on()) par.load_rng_state_dict(resumed.get("rngs"));  // each rank's own dropout stream
     step = resumed.step;
     std::printf("resumed %s at step %lld\n", a.run.checkpoint.c_str(), static_cast<long long>(step));
   }
@@ -494,13 +505,21 @@ int run_train(const Args& a) {
     ck.set("scheduler", sched.state_dict());
     ck.set("data", sampler.state_dict());
     ck.set("log", log.state_dict());
+    if (par.on()) ck.set("rngs", par.rng_state_dict());
     ck.step = at;
     write_metadata(*model, vocab, ck.metadata);
-    ck.save(a.run.checkpoint);
+    par.save(ck, a.run.checkpoint);  // with --distributed rank 0 writes, all ranks wait
   };
+  if (par.on())
+    std::printf("distributed: %d ranks, each on 1/%d of the words at batch %lld (global batch %lld)\n",
+                par.world_size(), par.world_size(), static_cast<long long>(a.batch),
+                static_cast<long long>(a.batch * par.world_size()));
 
-  ex::make_parent_dirs(a.run.checkpoint);
-  ex::CsvLog csv(ex::sibling_path(a.run.checkpoint, ".csv"), a.resume ? step : -1);
+  std::optional<ex::CsvLog> csv;  // rank 0's
+  if (par.is_main()) {
+    ex::make_parent_dirs(a.run.checkpoint);
+    csv.emplace(ex::sibling_path(a.run.checkpoint, ".csv"), a.resume ? step : -1);
+  }
   const auto params = model->parameters();
   model->train();
   while (step < a.steps) {
@@ -516,14 +535,17 @@ int run_train(const Args& a) {
       const tg::Tensor loss = tg::cross_entropy(tg::reshape(logits, {-1, logits.size(2)}), b.targets);
       opt.zero_grad();
       loss.backward();
+      par.sync_gradients();  // --distributed: the mean over the ranks
       tg::nn::utils::clip_grad_norm_(params, 1.0);
       log.lr = opt.param_groups()[0].lr();
       opt.step();
       sched.step();
       ++step;
       log.add(loss.item());
-      if (step % a.log_every == 0 && step != stop)
-        csv.add(step, log.take_window(), log.lr, std::numeric_limits<double>::quiet_NaN());
+      if (step % a.log_every == 0 && step != stop) {
+        const double window = log.take_window();
+        if (csv) csv->add(step, window, log.lr, std::numeric_limits<double>::quiet_NaN());
+      }
       if (step == a.stop_after) {
         save(step);
         bar.finish("stopped at step " + std::to_string(step) + " (--stop-after); checkpoint saved");
@@ -533,9 +555,12 @@ int run_train(const Args& a) {
       std::snprintf(status, sizeof status, "train loss %.4f", log.since_eval());
       bar.update(step - first + 1, status);
     }
-    const Evaluation v = evaluate(*model, val);
+    const Evaluation v = par.is_main() ? evaluate(*model, val) : Evaluation();
     const double train_loss = log.since_eval();
-    if (log.window_n > 0) csv.add(step, log.take_window(), log.lr, v.accuracy);
+    if (log.window_n > 0) {
+      const double window = log.take_window();
+      if (csv) csv->add(step, window, log.lr, v.accuracy);
+    }
     log.end_eval_window();
     char summary[192];
     std::snprintf(summary, sizeof summary, "train loss %.4f  val loss %.4f  val acc %5.1f%%  lr %.2e  %4.0f s",
@@ -543,6 +568,7 @@ int run_train(const Args& a) {
     bar.finish(summary);
     save(step);
   }
+  if (!par.is_main()) return 0;  // the final evaluation, reload and samples: rank 0's
 
   const Evaluation tr = evaluate(*model, train), v = evaluate(*model, val);
   const double seconds = watch.seconds();
@@ -567,8 +593,8 @@ int run_train(const Args& a) {
   print_samples(samples_again, known_words(data));
 
   const std::string png = ex::sibling_path(a.run.checkpoint, ".png");
-  ex::plot_loss_curve(csv.path(), png, "transformer_lm", "validation next-character accuracy");
-  std::printf("\ncheckpoint %s, curve %s and %s\n", a.run.checkpoint.c_str(), csv.path().c_str(), png.c_str());
+  ex::plot_loss_curve(csv->path(), png, "transformer_lm", "validation next-character accuracy");
+  std::printf("\ncheckpoint %s, curve %s and %s\n", a.run.checkpoint.c_str(), csv->path().c_str(), png.c_str());
   return 0;
 }
 
@@ -585,7 +611,7 @@ int main(int argc, char** argv) {
   ex::add_run_options(app, a.run, "words dataset directory (languages.txt, train/val/test.tsv)");
   app.add_option("--steps", a.steps, "optimizer steps in all (AdamW, warmup + cosine to lr/10)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
-  app.add_option("--batch", a.batch, "words per batch")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
+  app.add_option("--batch", a.batch, "words per batch (per rank with --distributed)")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
   app.add_option("--eval-every", a.eval_every, "steps between validation passes and checkpoints")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
   app.add_option("--log-every", a.log_every, "steps between CSV rows")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
@@ -600,8 +626,10 @@ int main(int argc, char** argv) {
                               "continue the run saved in --checkpoint (same --steps, --lr, --batch, --limit)");
   app.add_option("--stop-after", a.stop_after, "stop after step N and save the checkpoint, as if interrupted")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000000}));
+  auto* distributed = app.add_flag("--distributed", a.distributed,
+                                   "data parallel over MPI: run as mpirun -np N transformer_lm --distributed");
   app.add_option("--sample", a.sample, "load --checkpoint, print N new words and exit")
-      ->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->excludes(resume);
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->excludes(resume)->excludes(distributed);
   app.add_option("--lang", a.lang, "language of the sampled words (default: a random one for each)");
   app.add_option("--temperature", a.temperature, "sampling temperature")->check(CLI::Range(0.05, 10.0))
       ->capture_default_str();

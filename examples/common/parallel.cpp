@@ -3,8 +3,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "tapegrad/error.h"
+#include "tapegrad/random.h"
 #ifdef TAPEGRAD_HAS_DISTRIBUTED
 #include "tapegrad/distributed.h"
 #endif
@@ -75,6 +77,22 @@ double Parallel::mean(double value) const {
   return on_ ? dist::allreduce(value, dist::ReduceOp::Average) : value;
 }
 
+/// Each rank's 4 state words in 16-bit pieces (exact in a float), summed into slots of zeros.
+static std::vector<tg::Generator::State> gather_generators(bool on, int rank, int world) {
+  const tg::Generator::State mine = tg::default_generator().state();
+  std::vector<float> slots(static_cast<size_t>(world) * 16, 0.0f);
+  for (int k = 0; k < 4; ++k)
+    for (int c = 0; c < 4; ++c)
+      slots[static_cast<size_t>(rank) * 16 + k * 4 + c] = static_cast<float>((mine[k] >> (16 * c)) & 0xffff);
+  if (on) dist::allreduce(slots.data(), static_cast<int64_t>(slots.size()));
+  std::vector<tg::Generator::State> all(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r)
+    for (int k = 0; k < 4; ++k)
+      for (int c = 0; c < 4; ++c)
+        all[r][k] |= static_cast<uint64_t>(slots[static_cast<size_t>(r) * 16 + k * 4 + c]) << (16 * c);
+  return all;
+}
+
 #else  // built without MPI: only the single-process path exists
 
 struct Parallel::Impl {};
@@ -99,6 +117,44 @@ double Parallel::mean(double value) const { return value; }
 
 tg::data::DataLoaderOptions Parallel::shard(tg::data::DataLoaderOptions options) const {
   return on_ ? options.shard(rank_, world_) : options;
+}
+
+namespace {
+std::string rng_key(int rank, int k, const char* half) {
+  return "rank." + std::to_string(rank) + ".s" + std::to_string(k) + "." + half;
+}
+}  // namespace
+
+tg::StateDict Parallel::rng_state_dict() const {
+#ifdef TAPEGRAD_HAS_DISTRIBUTED
+  const auto all = gather_generators(on_, rank_, world_);
+#else
+  const std::vector<tg::Generator::State> all{tg::default_generator().state()};
+#endif
+  tg::StateDict d;
+  d.strings["type"] = "RankGenerators";
+  d.numbers["world_size"] = world_;
+  for (int r = 0; r < world_; ++r)
+    for (int k = 0; k < 4; ++k) {
+      d.numbers[rng_key(r, k, "hi")] = static_cast<double>(all[r][k] >> 32);
+      d.numbers[rng_key(r, k, "lo")] = static_cast<double>(all[r][k] & 0xffffffffu);
+    }
+  return d;
+}
+
+void Parallel::load_rng_state_dict(const tg::StateDict& d) const {
+  const std::string owner = "RankGenerators";
+  if (d.string_at("type", owner) != owner)
+    throw tg::CheckpointError(owner + ": the state is a " + d.string_at("type", owner));
+  const double world = d.number_at("world_size", owner);
+  if (world != world_)
+    throw tg::CheckpointError("the checkpoint was written by " + std::to_string(static_cast<int64_t>(world)) +
+                              " ranks, this run has " + std::to_string(world_) + "; resume with as many");
+  tg::Generator::State st{};
+  for (int k = 0; k < 4; ++k)
+    st[k] = static_cast<uint64_t>(d.number_at(rng_key(rank_, k, "hi"), owner)) << 32 |
+            static_cast<uint64_t>(d.number_at(rng_key(rank_, k, "lo"), owner));
+  tg::default_generator().set_state(st);
 }
 
 }  // namespace ex

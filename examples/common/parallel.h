@@ -17,6 +17,7 @@
 #include "tapegrad/checkpoint.h"
 #include "tapegrad/data.h"
 #include "tapegrad/nn/module.h"
+#include "tapegrad/state_dict.h"
 
 namespace ex {
 
@@ -46,6 +47,13 @@ class Parallel {
   tg::Checkpoint load(const std::string& path) const;
   /// The mean of a value over the ranks (a metric); the value itself when off.
   double mean(double value) const;
+  /// Every rank's global generator (dropout draws differ between ranks), gathered for rank
+  /// 0's checkpoint: strings "type" = "RankGenerators"; numbers "world_size" and
+  /// "rank.<r>.s<k>.hi" / ".lo" (the 32-bit halves of state word k). Collective.
+  tg::StateDict rng_state_dict() const;
+  /// Sets this rank's global generator from such a state; tg::CheckpointError if it was saved
+  /// with another number of ranks.
+  void load_rng_state_dict(const tg::StateDict& state) const;
 
  private:
   struct Impl;

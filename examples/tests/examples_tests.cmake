@@ -95,7 +95,11 @@ if(TARGET tapegrad::distributed)
   add_test(NAME example.char_rnn.distributed
            COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:char_rnn_classify> -DMPIEXEC=${MPIEXEC_EXECUTABLE}
                    -DWORKDIR=${_ex_runs}/char_rnn.distributed -P ${_ex_tests}/char_rnn_distributed.cmake)
+  add_test(NAME example.transformer_lm.distributed
+           COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:transformer_lm> -DMPIEXEC=${MPIEXEC_EXECUTABLE}
+                   -DWORKDIR=${_ex_runs}/transformer_lm.distributed -P ${_ex_tests}/lm_distributed.cmake)
   # Open MPI refuses root unless told; no single-copy (CMA) transfers, which containers forbid.
-  set_tests_properties(example.char_rnn.distributed PROPERTIES TIMEOUT 180 LABELS "examples;distributed"
+  set_tests_properties(example.char_rnn.distributed example.transformer_lm.distributed
+    PROPERTIES TIMEOUT 180 LABELS "examples;distributed"
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_btl_vader_single_copy_mechanism=none")
 endif()
