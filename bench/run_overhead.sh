@@ -11,7 +11,8 @@ python=/usr/bin/python3  # Debian's python3-torch (the python3 on PATH may lack 
 if [[ ! -f "$build/CMakeCache.txt" ]]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
-cmake --build "$build" -j2 --target op_overhead >/dev/null
+cmake --build "$build" -j2 --target op_overhead >"$build/op_overhead-build.log" 2>&1 ||
+  { tail -30 "$build/op_overhead-build.log"; exit 1; }
 "$python" -c "import torch" 2>/dev/null ||
   { echo "run_overhead: $python cannot import torch (scripts/install-deps.sh --torch)"; exit 1; }
 
