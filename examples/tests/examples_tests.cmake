@@ -103,3 +103,7 @@ if(TARGET tapegrad::distributed)
     PROPERTIES TIMEOUT 180 LABELS "examples;distributed"
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_btl_vader_single_copy_mechanism=none")
 endif()
+
+# ---- custom_module ---------------------------------------------------------------------------
+example_test(custom_module custom_module 0 "gradcheck of GLU: ok.*saved to .*reloaded: identical outputs"
+  ARGS ck/glu.ckpt)
