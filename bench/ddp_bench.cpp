@@ -12,13 +12,17 @@
 // slowest rank to finish its backward), sync_gradients (sync: the transfer; a no-op with one
 // rank), AdamW step. W warm-up steps, then R repetitions of S steps, each started after a
 // barrier. Printed: ms_per_step_best_rep, the best repetition's wall time per step (slowest
-// rank); the median and mean over all timed steps of step, wait and sync (each step's slowest
-// rank: a rank descheduled by the OS for a few ms shows in the mean, not the median); the
+// rank); the minimum, median and mean over all timed steps of step, wait and sync (each step's
+// slowest rank: a rank descheduled by the OS for a few ms shows in the mean, not the median;
+// the minimum is the closest to an idle machine); compute_cpu, the CPU time of forward,
+// backward and optimizer step (the work, whatever else the machine runs); the
 // gradient bytes each sync moves; the mean loss over the ranks (a checksum, equal for any
 // number of ranks); raw_allreduce, the same bytes allreduced back to back outside the steps
 // (the transfer alone; best and median of 5 x 10 calls).
 //
 // Built without MPI (no tapegrad::distributed), it only says so.
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -41,6 +45,13 @@ namespace {
 double now_ms() {
   using clock = std::chrono::steady_clock;
   return std::chrono::duration<double, std::milli>(clock::now().time_since_epoch()).count();
+}
+
+/// CPU time of this thread: unlike wall time, not inflated while the OS runs other processes.
+double cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
 double max_over_ranks(double v) {
@@ -128,25 +139,30 @@ int main(int argc, char** argv) {
   }
   const tg::Indices ids(ids_v, {B, T}), targets(tgt_v, {B * T});
 
-  double wait_ms = 0, sync_ms = 0, loss = 0;  // of the last step
+  double wait_ms = 0, sync_ms = 0, compute_cpu = 0, loss = 0;  // of the last step
   auto step = [&] {
+    const double c0 = cpu_ms();
     opt.zero_grad();
     Tensor logits = model->forward(ids);  // (B, T, V)
     Tensor l = tg::cross_entropy(tg::reshape(logits, {B * T, V}), targets);
     l.backward();
+    const double c1 = cpu_ms();
     const double t0 = now_ms();
     if (w > 1) dist::barrier();  // waiting for the slowest rank, timed apart from the transfer
     const double t1 = now_ms();
     ddp.sync_gradients();
     wait_ms = t1 - t0;
     sync_ms = now_ms() - t1;
+    const double c2 = cpu_ms();
     opt.step();
     loss = l.item();
+    compute_cpu = (c1 - c0) + (cpu_ms() - c2);  // forward, backward, optimizer: no MPI
   };
   for (int i = 0; i < warmup; ++i) step();
   // Each timed step: its wall time, wait and sync on every rank (slots [rank][step]).
   const int n = reps * steps;
-  std::vector<float> step_t(static_cast<size_t>(n) * w), wait_t(step_t.size()), sync_t(step_t.size());
+  std::vector<float> step_t(static_cast<size_t>(n) * w), wait_t(step_t.size()), sync_t(step_t.size()),
+      cpu_t(step_t.size());
   std::vector<double> rep_ms;  // wall time per step of each repetition, slowest rank
   for (int rep = 0; rep < reps; ++rep) {
     dist::barrier();
@@ -158,11 +174,12 @@ int main(int argc, char** argv) {
       step_t[k] = static_cast<float>(now_ms() - t0);
       wait_t[k] = static_cast<float>(wait_ms);
       sync_t[k] = static_cast<float>(sync_ms);
+      cpu_t[k] = static_cast<float>(compute_cpu);
     }
     rep_ms.push_back(max_over_ranks((now_ms() - start) / steps));
   }
   // Per step, the slowest rank; then the median and mean over the steps.
-  auto summarize = [&](std::vector<float>& t, double& median, double& mean) {
+  auto summarize = [&](std::vector<float>& t, double& least, double& median, double& mean) {
     dist::allreduce(t.data(), static_cast<int64_t>(t.size()));  // gathers: other slots are 0
     std::vector<double> worst(static_cast<size_t>(n), 0.0);
     for (int q = 0; q < w; ++q)
@@ -170,12 +187,15 @@ int main(int argc, char** argv) {
     mean = 0;
     for (double x : worst) mean += x / n;
     std::sort(worst.begin(), worst.end());
+    least = worst.front();
     median = worst[worst.size() / 2];
   };
-  double step_med, step_mean, wait_med, wait_mean, sync_med, sync_mean;
-  summarize(step_t, step_med, step_mean);
-  summarize(wait_t, wait_med, wait_mean);
-  summarize(sync_t, sync_med, sync_mean);
+  double step_min, step_med, step_mean, wait_min, wait_med, wait_mean, sync_min, sync_med, sync_mean,
+      cpu_min, cpu_med, cpu_mean;
+  summarize(step_t, step_min, step_med, step_mean);
+  summarize(wait_t, wait_min, wait_med, wait_mean);
+  summarize(sync_t, sync_min, sync_med, sync_mean);
+  summarize(cpu_t, cpu_min, cpu_med, cpu_mean);
   std::sort(rep_ms.begin(), rep_ms.end());
 
   // The same bytes allreduced back to back, outside any step: the transfer alone.
@@ -196,10 +216,11 @@ int main(int argc, char** argv) {
                 static_cast<long long>(B), static_cast<long long>(B * w), tg::get_num_threads());
     std::printf("buckets %zu\nsync_bytes %lld\nloss %.5f\n", ddp.buckets().size(),
                 static_cast<long long>(grad_floats * 4), mean_loss);
-    std::printf("ms_per_step_best_rep %.2f\nstep_ms_median %.2f\nstep_ms_mean %.2f\n",
-                rep_ms.front(), step_med, step_mean);
-    std::printf("wait_ms_median %.3f\nwait_ms_mean %.3f\nsync_ms_median %.3f\nsync_ms_mean %.3f\n",
-                wait_med, wait_mean, sync_med, sync_mean);
+    std::printf("ms_per_step_best_rep %.2f\nstep_ms_min %.2f\nstep_ms_median %.2f\nstep_ms_mean %.2f\n",
+                rep_ms.front(), step_min, step_med, step_mean);
+    std::printf("wait_ms_min %.3f\nwait_ms_median %.3f\nwait_ms_mean %.3f\n", wait_min, wait_med, wait_mean);
+    std::printf("sync_ms_min %.3f\nsync_ms_median %.3f\nsync_ms_mean %.3f\n", sync_min, sync_med, sync_mean);
+    std::printf("compute_cpu_ms_min %.2f\ncompute_cpu_ms_median %.2f\n", cpu_min, cpu_med);
     std::printf("raw_allreduce_ms %.3f\nraw_allreduce_median_ms %.3f\n", raw_ms.front(),
                 raw_ms[raw_ms.size() / 2]);
   }

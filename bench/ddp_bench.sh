@@ -17,8 +17,8 @@ echo "== allreduce, 2 ranks, TCP over loopback"
 "${mpirun[@]}" -np 2 --mca btl self,tcp --mca btl_tcp_if_include lo "$build/bench/allreduce_bench" 2>&1 | quiet
 for threads in 1 2; do
   echo "== W3, 1 process, batch 16, $threads OpenBLAS thread(s)"
-  "$build/bench/ddp_bench" --threads $threads 2>&1 | quiet | tr '\n' ' '; echo
+  "$build/bench/ddp_bench" --threads $threads --reps 10 2>&1 | quiet | tr '\n' ' '; echo
 done
 echo "== W3, 2 ranks, batch 8 each, 1 OpenBLAS thread each"
-"${mpirun[@]}" -np 2 "$build/bench/ddp_bench" --threads 1 2>&1 | quiet | tr '\n' ' '; echo
+"${mpirun[@]}" -np 2 "$build/bench/ddp_bench" --threads 1 --reps 10 2>&1 | quiet | tr '\n' ' '; echo
 echo "== load: $(cut -d' ' -f1-3 /proc/loadavg)"
