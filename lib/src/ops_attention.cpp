@@ -10,8 +10,12 @@
 #include <cmath>
 #include <limits>
 
+#include <xtensor/xmath.hpp>
+#include <xtensor/xnoalias.hpp>
+
 #include "attention.h"
 #include "gemm.h"
+#include "lane_sum.h"
 #include "tapegrad/random.h"
 
 namespace tg {
@@ -105,6 +109,10 @@ Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, cons
   float* p = P->data();
   batched_gemm(s.B, s.H, false, true, Tq, Tk, s.D, scale, val(q).data(), s.q, val(k).data(), s.k,
                p, lp);
+  // Softmax in three sweeps, so that exp runs vectorized over the whole of S at once:
+  // masked scores and the row maximum (each row then holds S - max, -inf where masked),
+  // exp (masked -> 0; a row whose keys are all masked becomes a defined zero row instead
+  // of 0/0), and each row's normalisation.
   for (int64_t n = 0; n < N; ++n)
     for (int64_t i = 0; i < Tq; ++i) {
       float* row = p + (n * Tq + i) * Tk;
@@ -120,19 +128,18 @@ Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, cons
         row[j] = x;
         mx = std::max(mx, x);
       }
-      std::fill(row + end, row + Tk, 0.0f);
-      if (mx == kNegInf) {  // every key masked: a defined zero row instead of 0/0
-        std::fill(row, row + end, 0.0f);
-        continue;
-      }
-      float z = 0.0f;
-      for (int64_t j = 0; j < end; ++j) {
-        row[j] = std::exp(row[j] - mx);
-        z += row[j];
-      }
-      const float inv = 1.0f / z;
-      for (int64_t j = 0; j < end; ++j) row[j] *= inv;
+      if (mx == kNegInf) mx = 0.0f;  // all masked: the row stays -inf
+      for (int64_t j = 0; j < end; ++j) row[j] -= mx;
+      std::fill(row + end, row + Tk, kNegInf);
     }
+  xt::noalias(*P) = xt::exp(*P);
+  for (int64_t r = 0; r < N * Tq; ++r) {
+    float* row = p + r * Tk;
+    const double z = lane_sum(static_cast<size_t>(Tk), [&](size_t j) { return row[j]; });
+    if (z == 0) continue;  // all masked
+    const float inv = static_cast<float>(1.0 / z);
+    for (int64_t j = 0; j < Tk; ++j) row[j] *= inv;
+  }
 
   std::shared_ptr<Array> keep;  // M/(1-p) per weight, when dropout is active
   Array dropped;                // Pd
@@ -181,8 +188,8 @@ Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, cons
                     const float* pr = p + r * Tk;
                     if (kp)
                       for (int64_t j = 0; j < Tk; ++j) dr[j] *= kp[r * Tk + j];
-                    float dot = 0.0f;
-                    for (int64_t j = 0; j < Tk; ++j) dot += dr[j] * pr[j];
+                    const float dot = static_cast<float>(lane_sum(
+                        static_cast<size_t>(Tk), [&](size_t j) { return dr[j] * pr[j]; }));
                     for (int64_t j = 0; j < Tk; ++j) dr[j] = pr[j] * (dr[j] - dot);
                   }
                   if (ctx.needs(0)) {

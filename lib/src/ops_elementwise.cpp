@@ -179,12 +179,15 @@ Tensor gelu(const Tensor& a, bool approximate) {
                                                               (1.0f + 3.0f * kC * x * x))));
     });
   }
-  Array cdf = 0.5f * (1.0f + xt::erf(x * kInvSqrt2));
+  Array cdf = 0.5f * (1.0f + xt::erf(x * kInvSqrt2));  // Φ(x)
   Array y = x * cdf;
-  return record("gelu", std::move(y), {a}, [sx](BackwardContext& ctx) {
-    const Array& x = *sx;
-    ctx.give(0, Array(ctx.grad * (0.5f * (1.0f + xt::erf(x * kInvSqrt2)) +
-                                  x * kInvSqrt2Pi * xt::exp(-0.5f * x * x))));
+  if (!any_requires_grad({a})) return record("gelu", std::move(y), {a}, nullptr);
+  // The derivative is saved instead of x (the same size): erf is the costly part and is
+  // already at hand, and backward becomes one product, computed in g's buffer.
+  auto dydx = std::make_shared<Array>(std::move(cdf));
+  xt::noalias(*dydx) += x * kInvSqrt2Pi * xt::exp(-0.5f * x * x);  // Φ(x) + x·φ(x)
+  return record("gelu", std::move(y), {a}, [dydx](BackwardContext& ctx) {
+    ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= *dydx; }));
   });
 }
 

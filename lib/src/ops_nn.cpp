@@ -6,6 +6,7 @@
 #include <xtensor/xmath.hpp>
 
 #include "internal.h"
+#include "lane_sum.h"
 #include "tapegrad/random.h"
 
 namespace tg {
@@ -51,56 +52,58 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   const float* px = val(x).data();
   const float* w = weight.defined() ? val(weight).data() : nullptr;
   const float* b = bias.defined() ? val(bias).data() : nullptr;
-  for (size_t r = 0; r < rows; ++r) {
+  for (size_t r = 0; r < rows; ++r) {  // two passes over the row, sums in vector lanes
     const float* xr = px + r * N;
-    double mu = 0;
-    for (size_t i = 0; i < N; ++i) mu += xr[i];
-    mu /= static_cast<double>(N);
-    double var = 0;
-    for (size_t i = 0; i < N; ++i) var += (xr[i] - mu) * (xr[i] - mu);
-    var /= static_cast<double>(N);
+    const float mu = static_cast<float>(lane_sum(N, [&](size_t i) { return xr[i]; }) / N);
+    const double var = lane_sum(N, [&](size_t i) {
+                         const float d = xr[i] - mu;
+                         return d * d;
+                       }) / static_cast<double>(N);
     const float rs = static_cast<float>(1.0 / std::sqrt(var + eps));
     (*rstd)[r] = rs;
     float* hr = xhat->data() + r * N;
     float* yr = y.data() + r * N;
     for (size_t i = 0; i < N; ++i) {
-      hr[i] = static_cast<float>(xr[i] - mu) * rs;
+      hr[i] = (xr[i] - mu) * rs;
       yr[i] = hr[i] * (w ? w[i] : 1.0f) + (b ? b[i] : 0.0f);
     }
   }
   auto sw = weight.defined() ? saved(weight) : nullptr;
   return record("layer_norm", std::move(y), {x, weight, bias},
                 [xhat, rstd, sw, N, rows, normalized_shape](BackwardContext& ctx) {
-                  const float* g = ctx.grad.data();
                   const float* h = xhat->data();
-                  const float* w = sw ? sw->data() : nullptr;
-                  if (ctx.needs(0)) {
-                    Array gx = Array::from_shape(ctx.grad.shape());
-                    for (size_t r = 0; r < rows; ++r) {
-                      const float *gr = g + r * N, *hr = h + r * N;
-                      double m1 = 0, m2 = 0;
-                      for (size_t i = 0; i < N; ++i) {
-                        const float gh = gr[i] * (w ? w[i] : 1.0f);
-                        m1 += gh;
-                        m2 += gh * hr[i];
-                      }
-                      const float a = static_cast<float>(m1 / N), c = static_cast<float>(m2 / N);
-                      float* out = gx.data() + r * N;
-                      for (size_t i = 0; i < N; ++i)
-                        out[i] = (*rstd)[r] * (gr[i] * (w ? w[i] : 1.0f) - a - hr[i] * c);
-                    }
-                    ctx.give(0, std::move(gx));
-                  }
-                  if (ctx.needs(1) || ctx.needs(2)) {
+                  std::vector<float> ones;  // without a weight: w = 1 (no branch in the loops)
+                  if (!sw) ones.assign(N, 1.0f);
+                  const float* w = sw ? sw->data() : ones.data();
+                  if (ctx.needs(1) || ctx.needs(2)) {  // first: dx below overwrites g
+                    const float* g = ctx.grad.data();
                     Array gw = xt::zeros<float>(to_xshape(normalized_shape));
                     Array gb = xt::zeros<float>(to_xshape(normalized_shape));
-                    for (size_t r = 0; r < rows; ++r)
+                    float* pw = gw.data();
+                    float* pb = gb.data();
+                    for (size_t r = 0; r < rows; ++r) {
+                      const float *gr = g + r * N, *hr = h + r * N;
                       for (size_t i = 0; i < N; ++i) {
-                        gw.data()[i] += g[r * N + i] * h[r * N + i];
-                        gb.data()[i] += g[r * N + i];
+                        pw[i] += gr[i] * hr[i];
+                        pb[i] += gr[i];
                       }
+                    }
                     if (ctx.needs(1)) ctx.give(1, std::move(gw));
                     if (ctx.needs(2)) ctx.give(2, std::move(gb));
+                  }
+                  if (ctx.needs(0)) {
+                    Array gx = ctx.take_grad();  // dx is computed in g's buffer, row by row
+                    for (size_t r = 0; r < rows; ++r) {
+                      float* gr = gx.data() + r * N;
+                      const float* hr = h + r * N;
+                      auto gh = [&](size_t i) { return gr[i] * w[i]; };
+                      const float a = static_cast<float>(lane_sum(N, gh) / N);
+                      const float c =
+                          static_cast<float>(lane_sum(N, [&](size_t i) { return gh(i) * hr[i]; }) / N);
+                      const float rs = (*rstd)[r];
+                      for (size_t i = 0; i < N; ++i) gr[i] = rs * (gh(i) - a - hr[i] * c);
+                    }
+                    ctx.give(0, std::move(gx));
                   }
                 });
 }
