@@ -20,13 +20,13 @@
 // process CPU time.
 //
 // Output, one "key value" per line (bench/workloads_report.py reads it):
-//   threads, ms_per_step (best, wall), ms_median, cpu_ms_per_step (best), loss (a checksum),
+//   threads, blas_core (OpenBLAS's kernels), ms_per_step (best, wall), ms_median, cpu_ms_per_step (best), loss (a checksum),
 //   faults_per_step (minor page faults during the timed steps), peak_rss_kb (VmHWM), rss_kb
 //   (VmRSS at exit),
 //   hwm_growth_kb (VmHWM at exit minus VmHWM after warm-up), live_heap_kb (bytes malloc has
 //   handed out, between steps) and live_heap_growth_kb (its change since the warm-up: 0 when
 //   each step frees everything it allocated, saved activations included),
-//   w4 only: gflops, raw_ms, raw_gflops.
+//   w4 only: gflops, raw_ms, raw_cpu_ms, raw_gflops (GFLOP/s from wall times).
 #include <malloc.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -42,7 +42,8 @@
 #include <string>
 #include <vector>
 
-// Only for W4's "raw" column: the bench calls OpenBLAS directly, as a ceiling. (No xtensor-blas
+// For W4's "raw" column the bench calls OpenBLAS directly, as a ceiling (and it prints the
+// kernel family OpenBLAS chose for this CPU). (No xtensor-blas
 // here, so <cblas.h> may be included; the library itself calls cblas only in gemm_cblas.cpp.)
 #include <cblas.h>
 
@@ -251,7 +252,7 @@ Timing w3(const Args& a, float& loss_out) {
 
 // ---- W4: one big Linear, and raw sgemm -------------------------------------------------------
 
-Timing w4(const Args& a, float& loss_out, double& raw_ms) {
+Timing w4(const Args& a, float& loss_out, double& raw_ms, double& raw_cpu_ms) {
   constexpr int64_t B = 256, IN = 1024, OUT = 1024;
   auto lin = std::make_shared<nn::Linear>(IN, OUT);
   const Tensor x = tg::randn({B, IN}, /*requires_grad=*/true);
@@ -279,7 +280,7 @@ Timing w4(const Args& a, float& loss_out, double& raw_ms) {
   };
   // Interleave the two so that load from other processes hits both alike.
   Timing best;
-  raw_ms = 1e300;
+  raw_ms = raw_cpu_ms = 1e300;
   for (int r = 0; r < reps; ++r) {
     const Timing t = time_steps(step, steps, r == 0 ? warmup : 0, 1);
     if (r == 0) {
@@ -290,7 +291,9 @@ Timing w4(const Args& a, float& loss_out, double& raw_ms) {
     best.cpu_best = std::min(best.cpu_best, t.cpu_best);
     best.faults_per_step += t.faults_per_step / reps;
     best.live_at_end = t.live_at_end;
-    raw_ms = std::min(raw_ms, time_steps(raw, steps, r == 0 ? warmup : 0, 1).best);
+    const Timing tr = time_steps(raw, steps, r == 0 ? warmup : 0, 1);
+    raw_ms = std::min(raw_ms, tr.best);
+    raw_cpu_ms = std::min(raw_cpu_ms, tr.cpu_best);
   }
   best.median = best.best;
   return best;
@@ -328,7 +331,7 @@ int main(int argc, char** argv) {
   tg::set_device(tg::Device::CPU);
   tg::set_num_threads(a.threads);
   tg::manual_seed(0);
-  std::printf("threads %d\n", tg::get_num_threads());
+  std::printf("threads %d\nblas_core %s\n", tg::get_num_threads(), openblas_get_corename());
   float loss = 0;
   Timing t;
   if (a.workload == "w1") {
@@ -340,11 +343,11 @@ int main(int argc, char** argv) {
   } else if (a.workload == "w3") {
     t = w3(a, loss);
   } else if (a.workload == "w4") {
-    double raw_ms = 0;
-    t = w4(a, loss, raw_ms);
+    double raw_ms = 0, raw_cpu_ms = 0;
+    t = w4(a, loss, raw_ms, raw_cpu_ms);
     const double gflop = 3 * 2.0 * 256 * 1024 * 1024 / 1e9;
-    std::printf("gflops %.1f\nraw_ms %.4f\nraw_gflops %.1f\n", gflop / (t.best / 1e3), raw_ms,
-                gflop / (raw_ms / 1e3));
+    std::printf("gflops %.1f\nraw_ms %.4f\nraw_cpu_ms %.4f\nraw_gflops %.1f\n",
+                gflop / (t.best / 1e3), raw_ms, raw_cpu_ms, gflop / (raw_ms / 1e3));
   } else {
     std::fprintf(stderr, "unknown workload '%s'\n", a.workload.c_str());
     return 2;

@@ -9,6 +9,7 @@ Usage: /usr/bin/python3 bench/workloads.py <w1|w2b1|w2b32|w3|w4> [--torch-thread
        [--steps S] [--warmup W] [--reps R]
 """
 import argparse
+import ctypes
 import os
 import resource
 import statistics
@@ -179,6 +180,12 @@ def main():
     torch.manual_seed(0)
     print(f"threads {torch.get_num_threads()}")
     print(f"openblas_threads {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}")
+    try:  # the OpenBLAS torch loaded (Debian's, through libblas.so.3): which kernels it chose
+        core = ctypes.CDLL("libopenblas.so.0").openblas_get_corename
+        core.restype = ctypes.c_char_p
+        print(f"blas_core {core().decode()}")
+    except (OSError, AttributeError):
+        print("blas_core unknown")
     out = {"loss": 0.0}
     run = {"w1": lambda: w1(a, out), "w2b1": lambda: w2(a, 1, out), "w2b32": lambda: w2(a, 32, out),
            "w3": lambda: w3(a, out), "w4": lambda: w4(a, out)}[a.workload]
