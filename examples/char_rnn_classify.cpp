@@ -40,6 +40,7 @@
 #include "common/parallel.h"
 #include "common/progress.h"
 #include "common/run_log.h"
+#include "common/training.h"
 #include "common/words.h"
 #include "tapegrad/tapegrad.h"
 
@@ -413,14 +414,9 @@ int train(const Config& cfg) {
   const std::string csv_path = ex::sibling_path(cfg.run.checkpoint, ".csv");
   std::optional<ex::CsvLog> csv;  // rank 0's
   if (par.is_main()) csv.emplace(csv_path, cfg.resume ? step : -1);
-  auto save = [&] {
-    tg::Checkpoint ck;  // captures the RNG now
-    ck.set_model(*model);
-    ck.set("optimizer", opt.state_dict());
-    ck.set("scheduler", sched.state_dict());
-    ck.set("data", loader.state_dict());
-    ck.set("stats", stats.state_dict());
-    ck.step = step;
+  auto save = [&] {  // the RNG too, as it is now
+    tg::Checkpoint ck = ex::snapshot(
+        *model, {{"optimizer", opt}, {"scheduler", sched}, {"data", loader}, {"stats", stats}}, step);
     ck.epoch = loader.epoch();
     ck.metadata = metadata;
     if (par.is_main()) ex::make_parent_dirs(cfg.run.checkpoint);

@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -36,6 +35,7 @@
 #include "common/parallel.h"
 #include "common/progress.h"
 #include "common/run_log.h"
+#include "common/training.h"
 #include "common/words.h"
 #include "tapegrad/tapegrad.h"
 
@@ -95,14 +95,7 @@ class GPT : public tg::nn::Module {
           tg::nn::TransformerBlockOptions(c.d_model, c.n_heads, c.d_ff).dropout(c.dropout)));
     ln_f = register_module("ln_f", std::make_shared<tg::nn::LayerNorm>(c.d_model));
     head = register_module("head", std::make_shared<tg::nn::Linear>(c.d_model, vocab_size));
-    // GPT-2's initialisation: weights N(0, 0.02), biases zero; LayerNorms keep 1 and 0.
-    for (const auto& [name, p] : named_parameters()) {
-      if (name.find("ln") != std::string::npos) continue;
-      if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0)
-        tg::nn::init::zeros_(p);
-      else
-        tg::nn::init::normal_(p, 0.0f, 0.02f);
-    }
+    ex::init_gpt2_(*this);
   }
 
   /// ids (B, T) -> logits (B, T, V)
@@ -152,28 +145,21 @@ struct LoadedModel {
 
 /// Rebuilds the model and vocabulary from a checkpoint's metadata and loads the weights.
 LoadedModel load_model(const tg::Checkpoint& ck, const std::string& path) {
-  auto get = [&](const std::string& key) {
-    const auto it = ck.metadata.find(key);
-    if (it == ck.metadata.end())
-      throw tg::CheckpointError(path + ": metadata has no '" + key + "' (not a transformer_lm checkpoint?)");
-    return it->second;
-  };
-  if (get("example") != "transformer_lm")
-    throw tg::CheckpointError(path + " is a " + get("example") + " checkpoint, not a transformer_lm one");
+  const ex::ExampleMetadata meta(ck.metadata, path, "transformer_lm");
   Config c;
   try {
-    c.d_model = std::stoll(get("d_model"));
-    c.n_layers = std::stoll(get("n_layers"));
-    c.n_heads = std::stoll(get("n_heads"));
-    c.d_ff = std::stoll(get("d_ff"));
-    c.block_size = std::stoll(get("block_size"));
-    c.dropout = std::stof(get("dropout"));
+    c.d_model = std::stoll(meta.at("d_model"));
+    c.n_layers = std::stoll(meta.at("n_layers"));
+    c.n_heads = std::stoll(meta.at("n_heads"));
+    c.d_ff = std::stoll(meta.at("d_ff"));
+    c.block_size = std::stoll(meta.at("block_size"));
+    c.dropout = std::stof(meta.at("dropout"));
   } catch (const std::logic_error&) {  // stoll / stof
     throw tg::CheckpointError(path + ": malformed model configuration in the metadata");
   }
   LoadedModel m;
-  m.vocab.chars = ex::CharVocab::from_utf8(get("chars"));
-  std::istringstream langs(get("languages"));
+  m.vocab.chars = ex::CharVocab::from_utf8(meta.at("chars"));
+  std::istringstream langs(meta.at("languages"));
   for (std::string l; langs >> l;) m.vocab.languages.push_back(l);
   m.model = std::make_shared<GPT>(c, m.vocab.size());
   ck.restore_model(*m.model);
@@ -324,73 +310,14 @@ std::vector<Sample> sample_words(GPT& model, const Vocab& vocab, int64_t n, int6
 
 // ---- the program -------------------------------------------------------------------------------
 
-/// Running sums of the training loss: since the last CSV row (the window) and since the last
-/// evaluation. Saved in the checkpoint, so a resumed run writes the same rows.
-struct LossLog {
-  double window = 0, eval_sum = 0, lr = 0;
-  int64_t window_n = 0, eval_n = 0;
-
-  void add(double loss) {
-    window += loss;
-    eval_sum += loss;
-    ++window_n;
-    ++eval_n;
-  }
-  /// The window's mean loss, and a new window.
-  double take_window() {
-    const double mean = window / static_cast<double>(window_n);
-    window = 0;
-    window_n = 0;
-    return mean;
-  }
-  double since_eval() const { return eval_sum / static_cast<double>(eval_n); }
-  void end_eval_window() {
-    eval_sum = 0;
-    eval_n = 0;
-  }
-  tg::StateDict state_dict() const {
-    tg::StateDict d;
-    d.numbers = {{"window", window}, {"window_n", static_cast<double>(window_n)}, {"eval_sum", eval_sum},
-                 {"eval_n", static_cast<double>(eval_n)}, {"lr", lr}};
-    return d;
-  }
-  void load_state_dict(const tg::StateDict& d) {
-    window = d.number_at("window", "log");
-    window_n = static_cast<int64_t>(d.number_at("window_n", "log"));
-    eval_sum = d.number_at("eval_sum", "log");
-    eval_n = static_cast<int64_t>(d.number_at("eval_n", "log"));
-    lr = d.number_at("lr", "log");
-  }
-};
-
-/// --resume continues the same run: the schedule in the checkpoint must be this run's
-/// (--steps and --lr), else tg::ValueError saying what differs.
-void check_same_schedule(const tg::Checkpoint& ck, const std::string& path, int64_t steps, double lr) {
-  const tg::StateDict& s = ck.get("scheduler");
-  const double saved_steps = s.number_at("total_steps", path + ": scheduler");
-  const double saved_lr = s.number_at("base_lrs.0", path + ": scheduler");
-  auto text = [](double v) {
-    std::ostringstream os;
-    os << v;
-    return os.str();
-  };
-  if (saved_steps != static_cast<double>(steps) || saved_lr != lr)
-    throw tg::ValueError("--resume: " + path + " was started with --steps " + text(saved_steps) + " --lr " +
-                         text(saved_lr) + ", this run has --steps " + std::to_string(steps) + " --lr " + text(lr) +
-                         "; resume with the same options");
-}
-
 struct Args {
   ex::RunOptions run;
+  ex::StepOptions loop;  // --steps --eval-every --log-every --stop-after
   Config model;
-  int64_t steps = 3000;
   int64_t batch = 64;
   int64_t warmup = 100;
   double weight_decay = 0.01;
-  int64_t eval_every = 250;
-  int64_t log_every = 25;
   int64_t limit = 0;
-  int64_t stop_after = 0;
   bool resume = false;
   bool distributed = false;
   int64_t sample = 0;
@@ -481,7 +408,7 @@ int run_train(const Args& a) {
   std::printf("bigram baseline (per language, add-one): val loss %.4f nats/char\n\n", bigram_val);
 
   tg::optim::AdamW opt(model->parameters(), tg::optim::AdamWOptions(a.run.lr).weight_decay(a.weight_decay));
-  tg::optim::WarmupCosineLR sched(opt, std::min(a.warmup, a.steps / 10), a.steps, 0.1);
+  tg::optim::WarmupCosineLR sched(opt, std::min(a.warmup, a.loop.steps / 10), a.loop.steps, 0.1);
   // Sharded (--distributed), every rank must draw the same order: a seeded shuffle.
   auto sampling = tg::data::DataLoaderOptions(a.batch).shuffle(true).drop_last(true);
   if (par.on()) sampling.seed(a.run.seed);
@@ -489,27 +416,15 @@ int run_train(const Args& a) {
   if (sampler.num_batches() == 0)
     throw tg::ValueError("--batch " + std::to_string(a.batch) + " is larger than the " +
                          std::to_string(train.size()) + " training words");
-  LossLog log;
+  ex::LossLog log;
   int64_t step = 0;
   if (a.resume) {
-    check_same_schedule(resumed, a.run.checkpoint, a.steps, a.run.lr);
+    ex::check_same_schedule(resumed, a.run.checkpoint, a.loop.steps, a.run.lr);
     resumed.restore(*model, {{"optimizer", opt}, {"scheduler", sched}, {"data", sampler}, {"log", log}});
     if (par.on()) par.load_rng_state_dict(resumed.get("rngs"));  // each rank's own dropout stream
     step = resumed.step;
     std::printf("resumed %s at step %lld\n", a.run.checkpoint.c_str(), static_cast<long long>(step));
   }
-  auto save = [&](int64_t at) {
-    tg::Checkpoint ck;  // captures the RNG (dropout; the shuffles are in the sampler's state)
-    ck.set_model(*model);
-    ck.set("optimizer", opt.state_dict());
-    ck.set("scheduler", sched.state_dict());
-    ck.set("data", sampler.state_dict());
-    ck.set("log", log.state_dict());
-    if (par.on()) ck.set("rngs", par.rng_state_dict());
-    ck.step = at;
-    write_metadata(*model, vocab, ck.metadata);
-    par.save(ck, a.run.checkpoint);  // with --distributed rank 0 writes, all ranks wait
-  };
   if (par.on())
     std::printf("distributed: %d ranks, each on 1/%d of the words at batch %lld (global batch %lld)\n",
                 par.world_size(), par.world_size(), static_cast<long long>(a.batch),
@@ -520,54 +435,34 @@ int run_train(const Args& a) {
     ex::make_parent_dirs(a.run.checkpoint);
     csv.emplace(ex::sibling_path(a.run.checkpoint, ".csv"), a.resume ? step : -1);
   }
-  const auto params = model->parameters();
-  model->train();
-  while (step < a.steps) {
-    // Evaluation windows end at multiples of --eval-every (so a resumed run keeps them).
-    const int64_t first = step + 1, stop = std::min(a.steps, (step / a.eval_every + 1) * a.eval_every);
-    ex::ProgressBar bar("steps " + std::to_string(first) + "-" + std::to_string(stop), stop - step);
-    while (step < stop) {
-      if (!sampler.in_epoch()) sampler.begin_epoch();
-      std::vector<const Seq*> part;
-      for (const int64_t i : sampler.next()) part.push_back(&train[static_cast<size_t>(i)]);
-      const LMBatch b = make_batch(part);
-      const tg::Tensor logits = model->forward(b.inputs);  // (B, T, V)
-      const tg::Tensor loss = tg::cross_entropy(tg::reshape(logits, {-1, logits.size(2)}), b.targets);
-      opt.zero_grad();
-      loss.backward();
-      par.sync_gradients();  // --distributed: the mean over the ranks
-      tg::nn::utils::clip_grad_norm_(params, 1.0);
-      log.lr = opt.param_groups()[0].lr();
-      opt.step();
-      sched.step();
-      ++step;
-      log.add(loss.item());
-      if (step % a.log_every == 0 && step != stop) {
-        const double window = log.take_window();
-        if (csv) csv->add(step, window, log.lr, std::numeric_limits<double>::quiet_NaN());
-      }
-      if (step == a.stop_after) {
-        save(step);
-        bar.finish("stopped at step " + std::to_string(step) + " (--stop-after); checkpoint saved");
-        return 0;
-      }
-      char status[64];
-      std::snprintf(status, sizeof status, "train loss %.4f", log.since_eval());
-      bar.update(step - first + 1, status);
-    }
+  ex::StepLoop loop{a.loop, opt, sched, model->parameters(), log};
+  loop.csv = csv ? &*csv : nullptr;
+  loop.loss_label = "train loss";
+  loop.loss = [&] {
+    if (!sampler.in_epoch()) sampler.begin_epoch();
+    std::vector<const Seq*> part;
+    for (const int64_t i : sampler.next()) part.push_back(&train[static_cast<size_t>(i)]);
+    const LMBatch b = make_batch(part);
+    const tg::Tensor logits = model->forward(b.inputs);  // (B, T, V)
+    return tg::cross_entropy(tg::reshape(logits, {-1, logits.size(2)}), b.targets);
+  };
+  loop.sync_gradients = [&] { par.sync_gradients(); };  // --distributed: the mean over the ranks
+  loop.end_window = [&](double train_loss) {
     const Evaluation v = par.is_main() ? evaluate(*model, val) : Evaluation();
-    const double train_loss = log.since_eval();
-    if (log.window_n > 0) {
-      const double window = log.take_window();
-      if (csv) csv->add(step, window, log.lr, v.accuracy);
-    }
-    log.end_eval_window();
     char summary[192];
     std::snprintf(summary, sizeof summary, "train loss %.4f  val loss %.4f  val acc %5.1f%%  lr %.2e  %4.0f s",
                   train_loss, v.loss, 100 * v.accuracy, log.lr, watch.seconds());
-    bar.finish(summary);
-    save(step);
-  }
+    return ex::StepLoop::WindowEnd{v.accuracy, summary};
+  };
+  loop.save = [&](int64_t at) {  // the RNG too (dropout; the shuffles are in the sampler's state)
+    tg::Checkpoint ck =
+        ex::snapshot(*model, {{"optimizer", opt}, {"scheduler", sched}, {"data", sampler}, {"log", log}}, at);
+    if (par.on()) ck.set("rngs", par.rng_state_dict());
+    write_metadata(*model, vocab, ck.metadata);
+    par.save(ck, a.run.checkpoint);  // with --distributed rank 0 writes, all ranks wait
+  };
+  model->train();
+  if (!loop.run(step)) return 0;  // --stop-after
   if (!par.is_main()) return 0;  // the final evaluation, reload and samples: rank 0's
 
   const Evaluation tr = evaluate(*model, train), v = evaluate(*model, val);
@@ -607,14 +502,15 @@ int main(int argc, char** argv) {
   a.run.lr = 3e-3;
   a.run.seed = 1;
   a.run.checkpoint = "checkpoints/transformer_lm.ckpt";
+  a.loop.steps = 3000;
   a.run.data = ex::words_dir();
   ex::add_run_options(app, a.run, "words dataset directory (languages.txt, train/val/test.tsv)");
-  app.add_option("--steps", a.steps, "optimizer steps in all (AdamW, warmup + cosine to lr/10)")
+  app.add_option("--steps", a.loop.steps, "optimizer steps in all (AdamW, warmup + cosine to lr/10)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
   app.add_option("--batch", a.batch, "words per batch (per rank with --distributed)")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
-  app.add_option("--eval-every", a.eval_every, "steps between validation passes and checkpoints")
+  app.add_option("--eval-every", a.loop.eval_every, "steps between validation passes and checkpoints")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
-  app.add_option("--log-every", a.log_every, "steps between CSV rows")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
+  app.add_option("--log-every", a.loop.log_every, "steps between CSV rows")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
   app.add_option("--limit", a.limit, "use only the first N words of each split (0: all)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--d-model", a.model.d_model, "embedding width")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
@@ -624,7 +520,7 @@ int main(int argc, char** argv) {
   app.add_option("--dropout", a.model.dropout, "dropout rate")->check(CLI::Range(0.0, 0.9))->capture_default_str();
   auto* resume = app.add_flag("--resume", a.resume,
                               "continue the run saved in --checkpoint (same --steps, --lr, --batch, --limit)");
-  app.add_option("--stop-after", a.stop_after, "stop after step N and save the checkpoint, as if interrupted")
+  app.add_option("--stop-after", a.loop.stop_after, "stop after step N and save the checkpoint, as if interrupted")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000000}));
   auto* distributed = app.add_flag("--distributed", a.distributed,
                                    "data parallel over MPI: run as mpirun -np N transformer_lm --distributed");

@@ -18,10 +18,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -29,6 +27,7 @@
 #include "common/cli.h"
 #include "common/progress.h"
 #include "common/run_log.h"
+#include "common/training.h"
 #include "tapegrad/tapegrad.h"
 
 namespace {
@@ -57,25 +56,18 @@ struct Config {
     m["test_size"] = std::to_string(test_size);
   }
   static Config from_metadata(const std::map<std::string, std::string>& m, const std::string& path) {
-    auto get = [&](const std::string& key) {
-      const auto it = m.find(key);
-      if (it == m.end())
-        throw tg::CheckpointError(path + ": metadata has no '" + key + "' (not a transformer_sort checkpoint?)");
-      return it->second;
-    };
-    if (get("example") != "transformer_sort")
-      throw tg::CheckpointError(path + " is a " + get("example") + " checkpoint, not a transformer_sort one");
+    const ex::ExampleMetadata meta(m, path, "transformer_sort");
     Config c;
     try {
-      c.task = get("task");
-      c.min_len = std::stoll(get("min_len"));
-      c.max_len = std::stoll(get("max_len"));
-      c.d_model = std::stoll(get("d_model"));
-      c.n_layers = std::stoll(get("n_layers"));
-      c.n_heads = std::stoll(get("n_heads"));
-      c.d_ff = std::stoll(get("d_ff"));
-      c.test_seed = std::stoull(get("test_seed"));
-      c.test_size = std::stoll(get("test_size"));
+      c.task = meta.at("task");
+      c.min_len = std::stoll(meta.at("min_len"));
+      c.max_len = std::stoll(meta.at("max_len"));
+      c.d_model = std::stoll(meta.at("d_model"));
+      c.n_layers = std::stoll(meta.at("n_layers"));
+      c.n_heads = std::stoll(meta.at("n_heads"));
+      c.d_ff = std::stoll(meta.at("d_ff"));
+      c.test_seed = std::stoull(meta.at("test_seed"));
+      c.test_size = std::stoll(meta.at("test_size"));
     } catch (const std::logic_error&) {  // stoll / stoull
       throw tg::CheckpointError(path + ": malformed task or model configuration in the metadata");
     }
@@ -151,14 +143,7 @@ class SortTransformer : public tg::nn::Module {
           std::make_shared<tg::nn::TransformerBlock>(tg::nn::TransformerBlockOptions(c.d_model, c.n_heads, c.d_ff)));
     ln_f = register_module("ln_f", std::make_shared<tg::nn::LayerNorm>(c.d_model));
     head = register_module("head", std::make_shared<tg::nn::Linear>(c.d_model, kVocab));
-    // GPT-2's initialisation: weights N(0, 0.02), biases zero; LayerNorms keep 1 and 0.
-    for (const auto& [name, p] : named_parameters()) {
-      if (name.find("ln") != std::string::npos) continue;
-      if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0)
-        tg::nn::init::zeros_(p);
-      else
-        tg::nn::init::normal_(p, 0.0f, 0.02f);
-    }
+    ex::init_gpt2_(*this);
   }
 
   /// ids (B, L) -> logits (B, L, V)
@@ -233,72 +218,13 @@ std::shared_ptr<SortTransformer> load_model(const std::string& path, tg::Checkpo
   return model;
 }
 
-/// Running sums of the training loss: since the last CSV row (the window) and since the last
-/// evaluation. Saved in the checkpoint, so a resumed run writes the same rows.
-struct LossLog {
-  double window = 0, eval_sum = 0, lr = 0;
-  int64_t window_n = 0, eval_n = 0;
-
-  void add(double loss) {
-    window += loss;
-    eval_sum += loss;
-    ++window_n;
-    ++eval_n;
-  }
-  /// The window's mean loss, and a new window.
-  double take_window() {
-    const double mean = window / static_cast<double>(window_n);
-    window = 0;
-    window_n = 0;
-    return mean;
-  }
-  double since_eval() const { return eval_sum / static_cast<double>(eval_n); }
-  void end_eval_window() {
-    eval_sum = 0;
-    eval_n = 0;
-  }
-  tg::StateDict state_dict() const {
-    tg::StateDict d;
-    d.numbers = {{"window", window}, {"window_n", static_cast<double>(window_n)}, {"eval_sum", eval_sum},
-                 {"eval_n", static_cast<double>(eval_n)}, {"lr", lr}};
-    return d;
-  }
-  void load_state_dict(const tg::StateDict& d) {
-    window = d.number_at("window", "log");
-    window_n = static_cast<int64_t>(d.number_at("window_n", "log"));
-    eval_sum = d.number_at("eval_sum", "log");
-    eval_n = static_cast<int64_t>(d.number_at("eval_n", "log"));
-    lr = d.number_at("lr", "log");
-  }
-};
-
-/// --resume continues the same run: the schedule in the checkpoint must be this run's
-/// (--steps and --lr), else tg::ValueError saying what differs.
-void check_same_schedule(const tg::Checkpoint& ck, const std::string& path, int64_t steps, double lr) {
-  const tg::StateDict& s = ck.get("scheduler");
-  const double saved_steps = s.number_at("total_steps", path + ": scheduler");
-  const double saved_lr = s.number_at("base_lrs.0", path + ": scheduler");
-  auto text = [](double v) {
-    std::ostringstream os;
-    os << v;
-    return os.str();
-  };
-  if (saved_steps != static_cast<double>(steps) || saved_lr != lr)
-    throw tg::ValueError("--resume: " + path + " was started with --steps " + text(saved_steps) + " --lr " +
-                         text(saved_lr) + ", this run has --steps " + std::to_string(steps) + " --lr " + text(lr) +
-                         "; resume with the same options");
-}
-
 struct Args {
   ex::RunOptions run;
+  ex::StepOptions loop;  // --steps --eval-every --log-every --stop-after
   Config config;
-  int64_t steps = 1000;
   int64_t batch = 128;
   int64_t warmup = 100;
   double weight_decay = 0.01;
-  int64_t eval_every = 250;
-  int64_t log_every = 25;
-  int64_t stop_after = 0;
   bool resume = false, eval = false;
   std::string predict;
 };
@@ -364,78 +290,49 @@ int run_train(Args a) {
               static_cast<long long>(c.n_layers), static_cast<long long>(c.n_heads), tg::device_status().c_str());
 
   tg::optim::AdamW opt(model->parameters(), tg::optim::AdamWOptions(a.run.lr).weight_decay(a.weight_decay));
-  tg::optim::WarmupCosineLR sched(opt, std::min(a.warmup, a.steps / 10), a.steps, 0.0);
-  LossLog log;
+  tg::optim::WarmupCosineLR sched(opt, std::min(a.warmup, a.loop.steps / 10), a.loop.steps, 0.0);
+  ex::LossLog log;
   int64_t step = 0;
   if (a.resume) {  // the RNG too: the training stream continues where it stopped
-    check_same_schedule(resumed, a.run.checkpoint, a.steps, a.run.lr);
+    ex::check_same_schedule(resumed, a.run.checkpoint, a.loop.steps, a.run.lr);
     resumed.restore(*model, {{"optimizer", opt}, {"scheduler", sched}, {"log", log}});
     step = resumed.step;
     std::printf("resumed %s at step %lld\n", a.run.checkpoint.c_str(), static_cast<long long>(step));
   }
-  auto save = [&](int64_t at) {
-    tg::Checkpoint ck;  // captures the generator: a resumed run draws the same next batches
-    ck.set_model(*model);
-    ck.set("optimizer", opt.state_dict());
-    ck.set("scheduler", sched.state_dict());
-    ck.set("log", log.state_dict());
-    ck.step = at;
-    c.to_metadata(ck.metadata);
-    ck.save(a.run.checkpoint);
-  };
 
   ex::make_parent_dirs(a.run.checkpoint);
   ex::CsvLog csv(ex::sibling_path(a.run.checkpoint, ".csv"), a.resume ? step : -1);
-  const auto params = model->parameters();
   const int64_t L = c.max_len;
   int64_t skipped = 0;
-  model->train();
-  while (step < a.steps) {
-    // Evaluation windows end at multiples of --eval-every (so a resumed run keeps them).
-    const int64_t first = step + 1, stop = std::min(a.steps, (step / a.eval_every + 1) * a.eval_every);
-    ex::ProgressBar bar("steps " + std::to_string(first) + "-" + std::to_string(stop), stop - step);
-    while (step < stop) {
-      Examples batch;
-      while (batch.size(L) < a.batch) {
-        const auto d = draw(tg::default_generator(), c);
-        if (held_keys.count(key_of(d))) {
-          ++skipped;
-          continue;
-        }
-        append(batch, c, d);
+  ex::StepLoop loop{a.loop, opt, sched, model->parameters(), log};
+  loop.csv = &csv;
+  loop.loss = [&] {
+    Examples batch;
+    while (batch.size(L) < a.batch) {
+      const auto d = draw(tg::default_generator(), c);
+      if (held_keys.count(key_of(d))) {
+        ++skipped;
+        continue;
       }
-      const tg::Tensor logits = model->forward(tg::Indices(batch.inputs, {a.batch, L}));  // (B, L, V)
-      const tg::Tensor loss = tg::cross_entropy(tg::reshape(logits, {-1, kVocab}),
-                                                tg::Indices(batch.targets, {a.batch * L}));
-      opt.zero_grad();
-      loss.backward();
-      tg::nn::utils::clip_grad_norm_(params, 1.0);
-      log.lr = opt.param_groups()[0].lr();
-      opt.step();
-      sched.step();
-      ++step;
-      log.add(loss.item());
-      if (step % a.log_every == 0 && step != stop)
-        csv.add(step, log.take_window(), log.lr, std::numeric_limits<double>::quiet_NaN());
-      if (step == a.stop_after) {
-        save(step);
-        bar.finish("stopped at step " + std::to_string(step) + " (--stop-after); checkpoint saved");
-        return 0;
-      }
-      char status[64];
-      std::snprintf(status, sizeof status, "loss %.4f", log.since_eval());
-      bar.update(step - first + 1, status);
+      append(batch, c, d);
     }
+    const tg::Tensor logits = model->forward(tg::Indices(batch.inputs, {a.batch, L}));  // (B, L, V)
+    return tg::cross_entropy(tg::reshape(logits, {-1, kVocab}), tg::Indices(batch.targets, {a.batch * L}));
+  };
+  loop.end_window = [&](double train_loss) {
     const double acc = exact_match(*model, test);
-    const double train_loss = log.since_eval();
-    if (log.window_n > 0) csv.add(step, log.take_window(), log.lr, acc);
-    log.end_eval_window();
     char summary[160];
     std::snprintf(summary, sizeof summary, "loss %.4f  held-out exact match %6.2f%%  lr %.2e  %4.0f s", train_loss,
                   100 * acc, log.lr, watch.seconds());
-    bar.finish(summary);
-    save(step);
-  }
+    return ex::StepLoop::WindowEnd{acc, summary};
+  };
+  loop.save = [&](int64_t at) {  // the generator too: a resumed run draws the same next batches
+    tg::Checkpoint ck = ex::snapshot(*model, {{"optimizer", opt}, {"scheduler", sched}, {"log", log}}, at);
+    c.to_metadata(ck.metadata);
+    ck.save(a.run.checkpoint);
+  };
+  model->train();
+  if (!loop.run(step)) return 0;  // --stop-after
   std::printf("\nheld-out exact-match accuracy %.2f%% of %lld sequences after %lld steps (%.1f s)\n",
               100 * exact_match(*model, test), static_cast<long long>(c.test_size), static_cast<long long>(step),
               watch.seconds());
@@ -465,11 +362,11 @@ int main(int argc, char** argv) {
   a.run.checkpoint = "checkpoints/transformer_sort.ckpt";
   ex::add_run_options(app, a.run);
   app.remove_option(app.get_option("--data"));  // the data are generated
-  app.add_option("--steps", a.steps, "optimizer steps in all")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
+  app.add_option("--steps", a.loop.steps, "optimizer steps in all")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
   app.add_option("--batch", a.batch, "sequences per batch")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
-  app.add_option("--eval-every", a.eval_every, "steps between held-out evaluations and checkpoints")
+  app.add_option("--eval-every", a.loop.eval_every, "steps between held-out evaluations and checkpoints")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
-  app.add_option("--log-every", a.log_every, "steps between CSV rows")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
+  app.add_option("--log-every", a.loop.log_every, "steps between CSV rows")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
   app.add_option("--task", a.config.task, "what to learn")->check(CLI::IsMember({"sort", "reverse"}))
       ->capture_default_str();
   app.add_option("--min-len", a.config.min_len, "shortest sequence")->check(CLI::Range(1, 64))->capture_default_str();
@@ -481,7 +378,7 @@ int main(int argc, char** argv) {
   app.add_option("--test-size", a.config.test_size, "held-out sequences")->check(CLI::Range(1, 100000))
       ->capture_default_str();
   app.add_flag("--resume", a.resume, "continue the run saved in --checkpoint (same --steps, --lr)");
-  app.add_option("--stop-after", a.stop_after, "stop after step N and save the checkpoint, as if interrupted")
+  app.add_option("--stop-after", a.loop.stop_after, "stop after step N and save the checkpoint, as if interrupted")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000000}));
   auto* eval = app.add_flag("--eval", a.eval, "evaluate --checkpoint on its held-out set and exit");
   app.add_option("--predict", a.predict, "sort/reverse these digits with --checkpoint and exit")->excludes(eval);

@@ -1,5 +1,5 @@
 // The shared example code: UTF-8 decoding, lowercasing, the character vocabulary, the words
-// dataset loader and the CSV log.
+// dataset loader, the CSV log and the training-run helpers.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -9,8 +9,9 @@
 
 #include "common/cli.h"
 #include "common/run_log.h"
+#include "common/training.h"
 #include "common/words.h"
-#include "tapegrad/error.h"
+#include "tapegrad/tapegrad.h"
 
 namespace fs = std::filesystem;
 
@@ -139,4 +140,179 @@ TEST(CsvLog, WritesRowsAndKeepsThemUpToTheResumeStep) {
   }
   EXPECT_EQ(read(path), "step,loss,lr,accuracy\n10,2.5,0.1,0.25\n20,2,0.1,\n25,1.75,0.1,0.4\n");
   EXPECT_EQ(ex::sibling_path("checkpoints/run.ckpt", ".png"), "checkpoints/run.png");
+}
+
+TEST(LossLog, WindowsAndEvaluationSumsSurviveTheStateDict) {
+  ex::LossLog log;
+  log.add(1.0);
+  log.add(2.0);
+  log.lr = 0.25;
+  EXPECT_DOUBLE_EQ(log.take_window(), 1.5);
+  log.add(4.0);
+  EXPECT_DOUBLE_EQ(log.since_eval(), 7.0 / 3);
+  ex::LossLog copy;
+  copy.load_state_dict(log.state_dict());
+  EXPECT_EQ(copy.window_n, 1);
+  EXPECT_EQ(copy.eval_n, 3);
+  EXPECT_DOUBLE_EQ(copy.lr, 0.25);
+  EXPECT_DOUBLE_EQ(copy.take_window(), 4.0);
+  copy.end_eval_window();
+  copy.add(3.0);
+  EXPECT_DOUBLE_EQ(copy.since_eval(), 3.0);
+  EXPECT_THROW(copy.load_state_dict(tg::StateDict()), tg::Error);
+}
+
+TEST(Training, SameScheduleCheckAndMetadataSayWhatDiffers) {
+  auto model = std::make_shared<tg::nn::Linear>(2, 1);
+  tg::optim::SGD opt(model->parameters(), tg::optim::SGDOptions(0.5));
+  tg::optim::StepLR sched(opt, 10);
+  tg::Checkpoint ck = ex::snapshot(*model, {{"scheduler", sched}}, 7);
+  EXPECT_EQ(ck.step, 7);
+  EXPECT_TRUE(ck.has("scheduler"));
+  EXPECT_FALSE(ck.model.empty());
+  ck.states["scheduler"].numbers["total_steps"] = 100;  // StepLR has no total; as WarmupCosineLR
+  ex::check_same_schedule(ck, "run.ckpt", 100, 0.5);
+  try {
+    ex::check_same_schedule(ck, "run.ckpt", 200, 0.5);
+    FAIL() << "accepted another --steps";
+  } catch (const tg::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("run.ckpt was started with --steps 100 --lr 0.5, this run has --steps 200"),
+              std::string::npos) << e.what();
+  }
+
+  const std::map<std::string, std::string> meta = {{"example", "demo"}, {"width", "8"}};
+  EXPECT_EQ(ex::ExampleMetadata(meta, "a.ckpt", "demo").at("width"), "8");
+  try {
+    ex::ExampleMetadata(meta, "a.ckpt", "demo").at("depth");
+    FAIL() << "found a missing key";
+  } catch (const tg::CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("a.ckpt: metadata has no 'depth' (not a demo checkpoint?)"),
+              std::string::npos) << e.what();
+  }
+  try {
+    ex::ExampleMetadata(meta, "a.ckpt", "other");
+    FAIL() << "accepted another example's checkpoint";
+  } catch (const tg::CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("a.ckpt is a demo checkpoint, not a other one"), std::string::npos)
+        << e.what();
+  }
+}
+
+namespace {
+
+/// A StepLoop on a Linear(2, 1) fitting y = 1 with SGD and StepLR(1, 0.5); records the steps
+/// it saved and evaluated at, and each step's loss.
+struct LoopRun {
+  std::shared_ptr<tg::nn::Linear> model;
+  tg::optim::SGD opt;
+  tg::optim::StepLR sched;
+  ex::LossLog log;
+  std::vector<double> losses;
+  std::vector<int64_t> saved, evaluated;
+  std::vector<double> train_losses;
+  tg::Checkpoint last;
+
+  LoopRun()
+      : model(std::make_shared<tg::nn::Linear>(2, 1)),
+        opt(model->parameters(), tg::optim::SGDOptions(0.1)),
+        sched(opt, 1, 0.5) {}
+
+  bool run(int64_t& step, const ex::StepOptions& options, ex::CsvLog& csv) {
+    ex::StepLoop loop{options, opt, sched, model->parameters(), log};
+    loop.csv = &csv;
+    loop.loss = [&] {
+      const tg::Tensor d = model->forward(tg::tensor({{1.0f, 2.0f}, {-1.0f, 0.5f}})) - 1.0f;
+      const tg::Tensor l = tg::mean(d * d);
+      losses.push_back(l.item());
+      return l;
+    };
+    loop.end_window = [&](double train_loss) {
+      evaluated.push_back(step);
+      train_losses.push_back(train_loss);
+      return ex::StepLoop::WindowEnd{0.5, "summary"};
+    };
+    loop.save = [&](int64_t at) {
+      saved.push_back(at);
+      last = ex::snapshot(*model, {{"optimizer", opt}, {"scheduler", sched}, {"log", log}}, at);
+    };
+    return loop.run(step);
+  }
+};
+
+std::string row(int64_t step, double loss, double lr, const std::string& accuracy) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%lld,%.6g,%.6g,%s\n", static_cast<long long>(step), loss, lr, accuracy.c_str());
+  return buf;
+}
+
+}  // namespace
+
+TEST(StepLoop, WindowsEndAtMultiplesOfEvalEveryWithARowEveryLogEvery) {
+  const std::string path = temp_dir("step_loop") + "/run.csv";
+  tg::manual_seed(3);
+  LoopRun r;
+  int64_t step = 0;
+  {
+    ex::CsvLog csv(path);
+    ex::StepOptions o;
+    o.steps = 7;
+    o.eval_every = 3;
+    o.log_every = 2;
+    EXPECT_TRUE(r.run(step, o, csv));
+  }
+  EXPECT_EQ(step, 7);
+  EXPECT_EQ(r.evaluated, (std::vector<int64_t>{3, 6, 7}));
+  EXPECT_EQ(r.saved, (std::vector<int64_t>{3, 6, 7}));
+  ASSERT_EQ(r.losses.size(), 7u);
+  const auto& l = r.losses;
+  EXPECT_LT(l[6], l[0]);  // it trains
+  EXPECT_DOUBLE_EQ(r.train_losses[0], (l[0] + l[1] + l[2]) / 3);
+  EXPECT_DOUBLE_EQ(r.train_losses[1], (l[3] + l[4] + l[5]) / 3);
+  EXPECT_DOUBLE_EQ(r.train_losses[2], l[6]);
+  auto lr = [](int64_t s) { return 0.1 * std::pow(0.5, static_cast<double>(s - 1)); };  // step s's lr
+  // Rows every 2 steps, none at a window's end (step 6) but one there with the accuracy.
+  EXPECT_EQ(read(path), "step,loss,lr,accuracy\n" + row(2, (l[0] + l[1]) / 2, lr(2), "") +
+                            row(3, l[2], lr(3), "0.5") + row(4, l[3], lr(4), "") + row(6, (l[4] + l[5]) / 2, lr(6), "0.5") +
+                            row(7, l[6], lr(7), "0.5"));
+}
+
+TEST(StepLoop, StopAfterThenResumeFromTheSnapshotEqualsOneRun) {
+  const std::string dir = temp_dir("step_loop_resume");
+  ex::StepOptions o;
+  o.steps = 6;
+  o.eval_every = 4;
+  o.log_every = 1;
+  tg::manual_seed(5);
+  LoopRun whole;
+  int64_t step = 0;
+  {
+    ex::CsvLog csv(dir + "/whole.csv");
+    EXPECT_TRUE(whole.run(step, o, csv));
+  }
+
+  tg::manual_seed(5);
+  LoopRun first;
+  step = 0;
+  ex::StepOptions stop = o;
+  stop.stop_after = 3;
+  {
+    ex::CsvLog csv(dir + "/parts.csv");
+    EXPECT_FALSE(first.run(step, stop, csv));
+  }
+  EXPECT_EQ(step, 3);
+  EXPECT_EQ(first.saved, (std::vector<int64_t>{3}));
+  EXPECT_TRUE(first.evaluated.empty());
+
+  tg::manual_seed(99);  // another model, set from the snapshot
+  LoopRun second;
+  first.last.restore(*second.model, {{"optimizer", second.opt}, {"scheduler", second.sched}, {"log", second.log}});
+  step = first.last.step;
+  {
+    ex::CsvLog csv(dir + "/parts.csv", step);
+    EXPECT_TRUE(second.run(step, o, csv));
+  }
+  EXPECT_EQ(second.evaluated, (std::vector<int64_t>{4, 6}));
+  EXPECT_EQ(read(dir + "/parts.csv"), read(dir + "/whole.csv"));
+  EXPECT_EQ(second.model->weight.to_vector(), whole.model->weight.to_vector());
+  EXPECT_DOUBLE_EQ(second.train_losses[0], whole.train_losses[0]);  // the sums crossed the stop
 }
