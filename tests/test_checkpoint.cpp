@@ -7,25 +7,18 @@
 
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "tapegrad/checkpoint.h"
 #include "tapegrad/tapegrad.h"
+#include "test_util.h"
 
 using namespace tg;
+using test_util::get_le;
+using test_util::read_file;
+using test_util::set_le;
+using test_util::write_file;
 
 namespace {
-
-/// Deletes the test's scratch folder when the process ends.
-struct RemoveAtExit {
-  std::string dir;
-  ~RemoveAtExit() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
-};
 
 struct Net : nn::Module {
   std::shared_ptr<nn::Linear> fc1, fc2;
@@ -50,31 +43,14 @@ std::vector<std::vector<float>> values(const nn::Module& m) {
   return out;
 }
 
-std::string tmp_dir() {
-  static const std::string dir = [] {
-    std::string d = ::testing::TempDir() + "tg_ckpt_" + std::to_string(::getpid());
-    ::mkdir(d.c_str(), 0755);
-    static const RemoveAtExit cleanup{d};
-    return d;
-  }();
-  return dir;
+std::string tmp_path(const std::string& name) {
+  static const test_util::ScratchDir dir("tg_ckpt");
+  return dir.path(name);
 }
-std::string tmp_path(const std::string& name) { return tmp_dir() + "/" + name; }
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 bool exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
-}
-uint64_t le(const std::string& s, size_t at, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= uint64_t(static_cast<unsigned char>(s[at + i])) << (8 * i);
-  return v;
 }
 
 /// The CRC the textbook way, one bit at a time, to check the table-driven one.
@@ -145,18 +121,18 @@ TEST(Checkpoint, FileFollowsTheDocumentedFormat) {
   ck.set("opt", s);
   const auto path = tmp_path("format.ckpt");
   ck.save(path);
-  const std::string f = slurp(path);
+  const std::string f = read_file(path);
 
   ASSERT_GE(f.size(), 32u);
   EXPECT_EQ(f.substr(0, 8), "TAPEGRAD");
-  EXPECT_EQ(le(f, 8, 4), 1u);                  // version
-  EXPECT_EQ(le(f, 12, 4), 0u);                 // flags
-  EXPECT_EQ(le(f, 16, 8), f.size() - 32);      // payload size
-  EXPECT_EQ(le(f, 24, 4), crc32(f.data() + 32, f.size() - 32));
-  EXPECT_EQ(le(f, 28, 4), crc32(f.data(), 28));
+  EXPECT_EQ(get_le(f, 8, 4), 1u);                  // version
+  EXPECT_EQ(get_le(f, 12, 4), 0u);                 // flags
+  EXPECT_EQ(get_le(f, 16, 8), f.size() - 32);      // payload size
+  EXPECT_EQ(get_le(f, 24, 4), crc32(f.data() + 32, f.size() - 32));
+  EXPECT_EQ(get_le(f, 28, 4), crc32(f.data(), 28));
 
   size_t p = 32;
-  auto u = [&](int bytes) { const uint64_t v = le(f, p, bytes); p += bytes; return v; };
+  auto u = [&](int bytes) { const uint64_t v = get_le(f, p, bytes); p += bytes; return v; };
   auto str = [&] { const size_t n = u(8); std::string s = f.substr(p, n); p += n; return s; };
   EXPECT_EQ(u(1), 1u);                                   // cereal's byte-order flag
   EXPECT_EQ(u(8), 0x0102030405060708u);                  // step
@@ -251,7 +227,7 @@ TEST(Checkpoint, WholeTrainingStateRoundTrips) {
   EXPECT_EQ(default_generator().state(), rng_then);
   // serialize/deserialize is the same payload the file holds.
   EXPECT_EQ(Checkpoint::deserialize(back.serialize()).serialize(), back.serialize());
-  EXPECT_EQ(slurp(path).substr(32), back.serialize());
+  EXPECT_EQ(read_file(path).substr(32), back.serialize());
 }
 
 TEST(Checkpoint, StrictLoadNamesEveryMisfitAndChangesNothing) {
@@ -356,7 +332,7 @@ TEST(Checkpoint, FailedSaveLeavesThePreviousFileIntact) {
   auto a = random_net(12), b = random_net(13);
   const auto path = tmp_path("atomic.ckpt");
   save(*a, path);
-  const std::string good = slurp(path);
+  const std::string good = read_file(path);
   for (int64_t after : {int64_t(0), int64_t(1), int64_t(31), int64_t(100), int64_t(good.size() - 1)}) {
     detail::fail_next_write_after(after);
     try {
@@ -366,7 +342,7 @@ TEST(Checkpoint, FailedSaveLeavesThePreviousFileIntact) {
       EXPECT_NE(std::string(e.what()).find("injected failure after " + std::to_string(after)),
                 std::string::npos) << e.what();
     }
-    EXPECT_EQ(slurp(path), good);
+    EXPECT_EQ(read_file(path), good);
     EXPECT_FALSE(exists(path + ".tmp"));
     auto c = random_net(14);
     load(*c, path);
@@ -384,7 +360,7 @@ TEST(Checkpoint, CrashLeftoversAndUncreatableTempFiles) {
   const auto path = tmp_path("leftover.ckpt");
   save(*a, path);
   // A crash mid-save leaves a partial path.tmp: loads ignore it, the next save replaces it.
-  { std::ofstream(path + ".tmp", std::ios::binary) << "TAPEGRAD partial"; }
+  write_file(path + ".tmp", "TAPEGRAD partial");
   auto c = random_net(18);
   load(*c, path);
   EXPECT_EQ(values(*c), values(*a));
@@ -394,7 +370,7 @@ TEST(Checkpoint, CrashLeftoversAndUncreatableTempFiles) {
   EXPECT_EQ(values(*c), values(*b));
 
   // path.tmp cannot be created (a folder is in the way): IOError, the old file intact.
-  const std::string good = slurp(path);
+  const std::string good = read_file(path);
   ASSERT_EQ(::mkdir((path + ".tmp").c_str(), 0755), 0);
   try {
     save(*a, path);
@@ -402,7 +378,7 @@ TEST(Checkpoint, CrashLeftoversAndUncreatableTempFiles) {
   } catch (const IOError& e) {
     EXPECT_NE(std::string(e.what()).find(path + ".tmp"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(slurp(path), good);
+  EXPECT_EQ(read_file(path), good);
   ::rmdir((path + ".tmp").c_str());
   // A folder that does not exist.
   EXPECT_THROW(save(*a, tmp_path("no/such/dir/x.ckpt")), IOError);
@@ -414,10 +390,10 @@ TEST(Checkpoint, ClearErrorsForDamagedHeaders) {
   auto a = random_net(19);
   const auto path = tmp_path("hdr.ckpt");
   save(*a, path);
-  const std::string good = slurp(path);
+  const std::string good = read_file(path);
   auto expect_error = [&](std::string bytes, const std::string& needle) {
     const auto p = tmp_path("hdr_bad.ckpt");
-    { std::ofstream(p, std::ios::binary) << bytes; }
+    write_file(p, bytes);
     try {
       Checkpoint::load(p);
       ADD_FAILURE() << "expected CheckpointError containing '" << needle << "'";
@@ -425,24 +401,20 @@ TEST(Checkpoint, ClearErrorsForDamagedHeaders) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     }
   };
-  auto fix_header_crc = [](std::string s) {
-    const uint32_t c = crc32(s.data(), 28);
-    for (int i = 0; i < 4; ++i) s[28 + i] = static_cast<char>((c >> (8 * i)) & 0xFF);
+  auto with_le = [](std::string s, size_t at, uint64_t v, int bytes) {
+    set_le(s, at, v, bytes);
     return s;
   };
-  auto set_le = [](std::string s, size_t at, uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i) s[at + i] = static_cast<char>((v >> (8 * i)) & 0xFF);
-    return s;
-  };
+  auto fix_header_crc = [&](const std::string& s) { return with_le(s, 28, crc32(s.data(), 28), 4); };
   expect_error("", "truncated: the file has 0 bytes");
   expect_error(good.substr(0, 20), "truncated: the file has 20 bytes");
   expect_error("GGUF" + good.substr(4), "not a tapegrad checkpoint");
   expect_error("PK\x03\x04" + good.substr(4), "npz");
-  expect_error(set_le(good, 8, 2, 4), "damaged header");
-  expect_error(fix_header_crc(set_le(good, 8, 2, 4)), "format version 2 was written by a newer tapegrad");
-  expect_error(fix_header_crc(set_le(good, 8, 0, 4)), "format version 0 is invalid");
-  expect_error(fix_header_crc(set_le(good, 12, 1, 4)), "unknown header flags");
-  expect_error(fix_header_crc(set_le(good, 16, uint64_t(1) << 62, 8)),
+  expect_error(with_le(good, 8, 2, 4), "damaged header");
+  expect_error(fix_header_crc(with_le(good, 8, 2, 4)), "format version 2 was written by a newer tapegrad");
+  expect_error(fix_header_crc(with_le(good, 8, 0, 4)), "format version 0 is invalid");
+  expect_error(fix_header_crc(with_le(good, 12, 1, 4)), "unknown header flags");
+  expect_error(fix_header_crc(with_le(good, 16, uint64_t(1) << 62, 8)),
                "truncated: the header declares a 4611686018427387904-byte payload");
   expect_error(good.substr(0, good.size() - 1), "truncated");
   expect_error(good + "x", "1 unexpected bytes after");

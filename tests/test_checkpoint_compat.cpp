@@ -8,12 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "tapegrad/tapegrad.h"
+#include "test_util.h"
 
 using namespace tg;
+using test_util::read_file;
+using test_util::write_file;
 
 namespace {
 
@@ -61,23 +62,16 @@ Checkpoint fixture_checkpoint() {
   return ck;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 TEST(CheckpointCompat, WriteFixtures) {
   if (!std::getenv("TAPEGRAD_WRITE_FIXTURES")) GTEST_SKIP() << "set TAPEGRAD_WRITE_FIXTURES=1 to write";
   fixture_checkpoint().save(kDir + "v1.ckpt");
-  const std::string good = slurp(kDir + "v1.ckpt");
+  const std::string good = read_file(kDir + "v1.ckpt");
   std::string bad = good;
   bad[good.size() / 2] ^= 0x04;  // one payload bit: the CRC must catch it
-  std::ofstream(kDir + "v1_bad_crc.ckpt", std::ios::binary) << bad;
-  std::ofstream(kDir + "v1_truncated.ckpt", std::ios::binary) << good.substr(0, 100);
+  write_file(kDir + "v1_bad_crc.ckpt", bad);
+  write_file(kDir + "v1_truncated.ckpt", good.substr(0, 100));
 }
 
 TEST(CheckpointCompat, Version1FileLoadsWithItsValues) {
@@ -113,7 +107,7 @@ TEST(CheckpointCompat, Version1FileLoadsWithItsValues) {
 TEST(CheckpointCompat, TodaysWriterProducesTheSameBytes) {
   // If this fails, the writer changed the version-1 encoding: bump the format version
   // instead, and keep the reader of version 1.
-  const std::string file = slurp(kDir + "v1.ckpt");
+  const std::string file = read_file(kDir + "v1.ckpt");
   ASSERT_GT(file.size(), 32u);
   EXPECT_EQ(file.substr(32), fixture_checkpoint().serialize());
 }

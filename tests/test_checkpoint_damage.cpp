@@ -4,48 +4,19 @@
 // never another exception, never a huge allocation.
 #include <gtest/gtest.h>
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include "tapegrad/tapegrad.h"
+#include "test_util.h"
 
 using namespace tg;
+using test_util::read_file;
+using test_util::set_le;
+using test_util::write_file;
 
 namespace {
 
-/// Deletes the test's scratch folder when the process ends.
-struct RemoveAtExit {
-  std::string dir;
-  ~RemoveAtExit() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
-};
-
 std::string tmp_path(const std::string& name) {
-  static const std::string dir = [] {
-    std::string d = ::testing::TempDir() + "tg_damage_" + std::to_string(::getpid());
-    ::mkdir(d.c_str(), 0755);
-    static const RemoveAtExit cleanup{d};
-    return d;
-  }();
-  return dir + "/" + name;
-}
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-void spit(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-void set_le(std::string& s, size_t at, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) s[at + i] = static_cast<char>((v >> (8 * i)) & 0xFF);
+  static const test_util::ScratchDir dir("tg_damage");
+  return dir.path(name);
 }
 /// Recomputes both CRCs, so that a corrupted payload reaches the parser.
 std::string with_fixed_crcs(std::string s) {
@@ -79,7 +50,7 @@ enum class Outcome { kSame, kDifferent, kError };
 Outcome load_checkpoint(const std::string& bytes, const std::string& expected_payload,
                         const std::string& what) {
   const auto p = tmp_path("fuzz.ckpt");
-  spit(p, bytes);
+  write_file(p, bytes);
   try {
     const Checkpoint ck = Checkpoint::load(p);
     return ck.serialize() == expected_payload ? Outcome::kSame : Outcome::kDifferent;
@@ -98,7 +69,7 @@ Outcome load_checkpoint(const std::string& bytes, const std::string& expected_pa
 TEST(CheckpointDamage, TruncatedAtEveryOffset) {
   const auto path = tmp_path("good.ckpt");
   small_checkpoint().save(path);
-  const std::string good = slurp(path), payload = good.substr(32);
+  const std::string good = read_file(path), payload = good.substr(32);
   ASSERT_LT(good.size(), 1000u);
   for (size_t n = 0; n < good.size(); ++n)
     EXPECT_EQ(load_checkpoint(good.substr(0, n), payload, "truncated to " + std::to_string(n)),
@@ -116,7 +87,7 @@ TEST(CheckpointDamage, TruncatedAtEveryOffset) {
 TEST(CheckpointDamage, EveryByteFlipped) {
   const auto path = tmp_path("good.ckpt");
   small_checkpoint().save(path);
-  const std::string good = slurp(path), payload = good.substr(32);
+  const std::string good = read_file(path), payload = good.substr(32);
   int errors = 0;
   for (size_t i = 0; i < good.size(); ++i)
     for (unsigned char mask : {0x01, 0x80, 0xFF}) {
@@ -133,7 +104,7 @@ TEST(CheckpointDamage, EveryByteFlipped) {
 TEST(CheckpointDamage, GarbageBehindAValidCrcNeverCrashes) {
   const auto path = tmp_path("good.ckpt");
   small_checkpoint().save(path);
-  const std::string good = slurp(path), payload = good.substr(32);
+  const std::string good = read_file(path), payload = good.substr(32);
   int errors = 0, loads = 0;
   for (size_t i = 32; i < good.size(); ++i)
     for (unsigned char v : {0x00, 0x01, 0x7F, 0x80, 0xFF}) {
@@ -181,11 +152,11 @@ TEST(NpzDamage, TruncatedAndFlippedAtEveryOffset) {
   const auto path = tmp_path("good.npz");
   write_npz(path, {{"fc.weight", tensor({{1, 2}, {3, 4}})}, {"fc.bias", tensor({5, 6})},
                    {"s", scalar(1)}});
-  const std::string good = slurp(path);
+  const std::string good = read_file(path);
   const auto reference = read_npz(path);
   auto outcome = [&](const std::string& bytes, const std::string& what) {
     const auto p = tmp_path("fuzz.npz");
-    spit(p, bytes);
+    write_file(p, bytes);
     try {
       const auto got = read_npz(p);
       if (got.size() != reference.size()) return Outcome::kDifferent;

@@ -4,38 +4,21 @@
 // Batches are drawn from the global RNG, so a resume that lost the RNG state would differ.
 #include <gtest/gtest.h>
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <memory>
 
 #include "tapegrad/optim.h"
 #include "tapegrad/tapegrad.h"
+#include "test_util.h"
 
 using namespace tg;
 
 namespace {
 
-/// Deletes the test's scratch folder when the process ends.
-struct RemoveAtExit {
-  std::string dir;
-  ~RemoveAtExit() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
-};
-
 std::string tmp_path(const std::string& name) {
-  static const std::string dir = [] {
-    std::string d = ::testing::TempDir() + "tg_resume_" + std::to_string(::getpid());
-    ::mkdir(d.c_str(), 0755);
-    static const RemoveAtExit cleanup{d};
-    return d;
-  }();
-  return dir + "/" + name;
+  static const test_util::ScratchDir dir("tg_resume");
+  return dir.path(name);
 }
 
 /// x (B, 4) -> logits (B, 3): Linear, tanh, dropout, Linear.

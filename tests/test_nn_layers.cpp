@@ -11,6 +11,7 @@
 
 #include "reference.h"
 #include "tapegrad/tapegrad.h"
+#include "test_util.h"
 
 using namespace tg;
 using Inputs = std::vector<Tensor>;
@@ -23,14 +24,7 @@ class NnLayers : public ::testing::Test {
 };
 
 // Random values in [lo, hi) kept away from 0 (the kink of relu), requiring a gradient.
-Tensor input(const Shape& s, float lo = -1.5f, float hi = 1.5f) {
-  Tensor t = rand(s);
-  for (float& v : t.data()) {
-    v = lo + (hi - lo) * v;
-    if (std::abs(v) < 0.1f) v += v < 0 ? -0.1f : 0.1f;
-  }
-  return t.requires_grad_();
-}
+Tensor input(const Shape& s, float lo = -1.5f, float hi = 1.5f) { return test_util::random_input(s, lo, hi); }
 
 // gradcheck of a module: the input (if any) and every parameter of the module.
 void check_module(nn::Module& m, const std::function<Tensor()>& forward, Inputs extra = {},

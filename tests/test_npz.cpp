@@ -2,51 +2,24 @@
 // numpy (np.savez) are read by tapegrad, and module import/export is strict like tg::load.
 #include <gtest/gtest.h>
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "tapegrad/tapegrad.h"
+#include "test_util.h"
 
 using namespace tg;
+using test_util::get_le;
+using test_util::read_file;
+using test_util::write_file;
 
 namespace {
-
-/// Deletes the test's scratch folder when the process ends.
-struct RemoveAtExit {
-  std::string dir;
-  ~RemoveAtExit() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
-};
 
 const std::string kData = std::string(TAPEGRAD_TEST_DATA) + "/checkpoint/";
 const std::string kPython = "/usr/bin/python3";
 
 std::string tmp_path(const std::string& name) {
-  static const std::string dir = [] {
-    std::string d = ::testing::TempDir() + "tg_npz_" + std::to_string(::getpid());
-    ::mkdir(d.c_str(), 0755);
-    static const RemoveAtExit cleanup{d};
-    return d;
-  }();
-  return dir + "/" + name;
-}
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-uint64_t le(const std::string& s, size_t at, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= uint64_t(static_cast<unsigned char>(s[at + i])) << (8 * i);
-  return v;
+  static const test_util::ScratchDir dir("tg_npz");
+  return dir.path(name);
 }
 
 /// The formula tests/npz_roundtrip.py checks: ((i*7 + len(key)) % 23 - 11) / 4.
@@ -100,22 +73,22 @@ TEST(Npz, WriteReadRoundTripIsExact) {
 TEST(Npz, LayoutIsAStoredZipOfAlignedNpy) {
   const auto path = tmp_path("layout.npz");
   write_npz(path, {{"w", tensor({{1, 2, 3}, {4, 5, 6}})}});
-  const std::string f = slurp(path);
-  EXPECT_EQ(le(f, 0, 4), 0x04034b50u);  // local file header
-  EXPECT_EQ(le(f, 8, 2), 0u);           // method: stored
-  EXPECT_EQ(le(f, 26, 2), 5u);          // "w.npy"
+  const std::string f = read_file(path);
+  EXPECT_EQ(get_le(f, 0, 4), 0x04034b50u);  // local file header
+  EXPECT_EQ(get_le(f, 8, 2), 0u);           // method: stored
+  EXPECT_EQ(get_le(f, 26, 2), 5u);          // "w.npy"
   EXPECT_EQ(f.substr(30, 5), "w.npy");
   const size_t npy = 35;
   EXPECT_EQ(f.substr(npy, 6), "\x93NUMPY");
-  const size_t hlen = le(f, npy + 8, 2);
+  const size_t hlen = get_le(f, npy + 8, 2);
   EXPECT_EQ((10 + hlen) % 64, 0u);  // data aligned as numpy writes it
   std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
   ASSERT_LT(dict.size(), hlen);
   EXPECT_EQ(f.substr(npy + 10, hlen), dict.append(hlen - 1 - dict.size(), ' ') + "\n");
-  const size_t size = le(f, 22, 4);
+  const size_t size = get_le(f, 22, 4);
   EXPECT_EQ(size, 10 + hlen + 24);
-  EXPECT_EQ(le(f, 14, 4), crc32(f.data() + npy, size));
-  EXPECT_EQ(le(f, f.size() - 22, 4), 0x06054b50u);  // end of central directory, no comment
+  EXPECT_EQ(get_le(f, 14, 4), crc32(f.data() + npy, size));
+  EXPECT_EQ(get_le(f, f.size() - 22, 4), 0x06054b50u);  // end of central directory, no comment
 }
 
 TEST(Npz, ReadsWhatNumpyWrites) {
@@ -154,13 +127,13 @@ TEST(Npz, RefusesOtherDtypesAndBadHeaders) {
     Tensor t = zeros({static_cast<int64_t>((npy.size() - 128) / 4)});
     const auto path = tmp_path("hand.npz");
     write_npz(path, {{"x", t}});
-    std::string f = slurp(path);
-    EXPECT_EQ(le(f, 22, 4), npy.size());
+    std::string f = read_file(path);
+    EXPECT_EQ(get_le(f, 22, 4), npy.size());
     f.replace(35, npy.size(), npy);
     const uint32_t c = crc32(npy.data(), npy.size());
     for (size_t at : {size_t(14), f.size() - 22 - 51 + 16})
       for (int i = 0; i < 4; ++i) f[at + i] = static_cast<char>((c >> (8 * i)) & 0xFF);
-    std::ofstream(path, std::ios::binary) << f;
+    write_file(path, f);
     return path;
   };
   auto header = [](const std::string& dict) {

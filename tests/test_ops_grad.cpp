@@ -3,20 +3,14 @@
 #include <gtest/gtest.h>
 
 #include "tapegrad/tapegrad.h"
+#include "test_util.h"
 
 using namespace tg;
 using Inputs = std::vector<Tensor>;
 
 namespace {
 // Random input away from kinks (|x| >= 0.1) so abs/relu/max are differentiable there.
-Tensor input(const Shape& s, float lo = -1.0f, float hi = 1.0f) {
-  Tensor t = rand(s);
-  for (float& v : t.data()) {
-    v = lo + (hi - lo) * v;
-    if (std::abs(v) < 0.1f) v += v < 0 ? -0.1f : 0.1f;
-  }
-  return t.requires_grad_();
-}
+Tensor input(const Shape& s, float lo = -1.0f, float hi = 1.0f) { return test_util::random_input(s, lo, hi); }
 
 void check(const std::function<Tensor(const Inputs&)>& fn, const Inputs& xs,
            GradcheckOptions opt = GradcheckOptions()) {
