@@ -19,7 +19,7 @@ function(example_test name target rc regex)
   add_test(NAME example.${name}
            COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:${target}> "-DARGS=${args}"
                    -DWORKDIR=${_ex_runs}/${name} -DEXPECT_RC=${rc} "-DEXPECT_OUTPUT=${regex}"
-                   ${extra} -P ${_ex_tests}/run_example.cmake)
+                   ${extra} -P ${PROJECT_SOURCE_DIR}/cmake/expect_run.cmake)
   set_tests_properties(example.${name} PROPERTIES TIMEOUT 120 LABELS examples)
 endfunction()
 

@@ -1,15 +1,21 @@
-# Runs one example and checks the outcome (cmake -P, so ctest needs nothing else):
+# Runs one program and checks the outcome (cmake -P, so ctest needs nothing else); used by the
+# examples' tests (examples/tests/examples_tests.cmake) and the tools' (tools/CMakeLists.txt):
 #   EXE          the program
 #   ARGS         its arguments, separated by '|'
-#   WORKDIR      created fresh (emptied) and used as the working directory
+#   WORKDIR      optional: created fresh (emptied) and used as the working directory
 #   EXPECT_RC    0, or "nonzero" (an exit code other than 0; a crash or signal is neither)
 #   EXPECT_OUTPUT  a regex the combined stdout + stderr must match
 #   REJECT_OUTPUT  optional: a regex it must not match
-#   LOSS_FALLS   optional: a CSV (step,loss,lr,accuracy) whose last loss must be below its first
-file(REMOVE_RECURSE "${WORKDIR}")
-file(MAKE_DIRECTORY "${WORKDIR}")
+#   LOSS_FALLS   optional, with WORKDIR: a CSV (step,loss,lr,accuracy) in it whose last loss
+#                must be below its first
+set(workdir "")
+if(DEFINED WORKDIR)
+  file(REMOVE_RECURSE "${WORKDIR}")
+  file(MAKE_DIRECTORY "${WORKDIR}")
+  set(workdir WORKING_DIRECTORY "${WORKDIR}")
+endif()
 string(REPLACE "|" ";" args "${ARGS}")
-execute_process(COMMAND ${EXE} ${args} WORKING_DIRECTORY "${WORKDIR}"
+execute_process(COMMAND ${EXE} ${args} ${workdir}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("$ ${EXE} ${args}\n${out}${err}[exit ${rc}]")
 if(EXPECT_RC STREQUAL "0")
