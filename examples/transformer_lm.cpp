@@ -513,10 +513,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-every", a.loop.log_every, "steps between CSV rows")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
   app.add_option("--limit", a.limit, "use only the first N words of each split (0: all)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--d-model", a.model.d_model, "embedding width")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
-  app.add_option("--layers", a.model.n_layers, "transformer blocks")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
-  app.add_option("--heads", a.model.n_heads, "attention heads")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
-  app.add_option("--d-ff", a.model.d_ff, "feed-forward width")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
+  ex::add_transformer_options(app, a.model.d_model, a.model.n_layers, a.model.n_heads, a.model.d_ff);
   app.add_option("--dropout", a.model.dropout, "dropout rate")->check(CLI::Range(0.0, 0.9))->capture_default_str();
   auto* resume = app.add_flag("--resume", a.resume,
                               "continue the run saved in --checkpoint (same --steps, --lr, --batch, --limit)");

@@ -371,10 +371,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--min-len", a.config.min_len, "shortest sequence")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--max-len", a.config.max_len, "longest sequence")->check(CLI::Range(1, 64))->capture_default_str();
-  app.add_option("--d-model", a.config.d_model, "embedding width")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
-  app.add_option("--layers", a.config.n_layers, "transformer blocks")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
-  app.add_option("--heads", a.config.n_heads, "attention heads")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
-  app.add_option("--d-ff", a.config.d_ff, "feed-forward width")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
+  ex::add_transformer_options(app, a.config.d_model, a.config.n_layers, a.config.n_heads, a.config.d_ff);
   app.add_option("--test-size", a.config.test_size, "held-out sequences")->check(CLI::Range(1, 100000))
       ->capture_default_str();
   app.add_flag("--resume", a.resume, "continue the run saved in --checkpoint (same --steps, --lr)");

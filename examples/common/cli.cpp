@@ -25,6 +25,15 @@ void add_run_options(CLI::App& app, RunOptions& o, const std::string& data_help)
   app.add_option("--data", o.data, data_help)->capture_default_str();
 }
 
+void add_transformer_options(CLI::App& app, int64_t& d_model, int64_t& n_layers, int64_t& n_heads,
+                             int64_t& d_ff) {
+  const auto positive = CLI::Range(int64_t{1}, int64_t{1000000000});
+  app.add_option("--d-model", d_model, "embedding width")->check(positive)->capture_default_str();
+  app.add_option("--layers", n_layers, "transformer blocks")->check(positive)->capture_default_str();
+  app.add_option("--heads", n_heads, "attention heads")->check(positive)->capture_default_str();
+  app.add_option("--d-ff", d_ff, "feed-forward width")->check(positive)->capture_default_str();
+}
+
 void apply_run_options(const RunOptions& o) {
   tg::manual_seed(o.seed);
   tg::set_num_threads(o.threads);

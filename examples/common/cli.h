@@ -30,6 +30,10 @@ struct RunOptions {
 void add_run_options(CLI::App& app, RunOptions& options,
                      const std::string& data_help = "dataset directory");
 
+/// Adds --d-model, --layers, --heads and --d-ff (each from 1 to 10^9): a transformer's size.
+void add_transformer_options(CLI::App& app, int64_t& d_model, int64_t& n_layers, int64_t& n_heads,
+                             int64_t& d_ff);
+
 /// Seeds the global generator, sets the thread count and the GEMM device.
 void apply_run_options(const RunOptions& options);
 
