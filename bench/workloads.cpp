@@ -4,6 +4,9 @@
 //
 //   workloads <w1|w2b1|w2b32|w3|w4> [--threads N] [--steps S] [--warmup W] [--reps R]
 //
+// --threads N calls tg::set_num_threads(N) (tapegrad's own threads, OpenBLAS single-threaded);
+// --threads 0 leaves the products to OpenBLAS's own threads (OPENBLAS_NUM_THREADS).
+//
 //   w1     MLP 784-256-256-10, ReLU, batch 64, cross-entropy, SGD lr 0.01 momentum 0.9
 //   w2b1   Elman char-RNN 57→128→18, T = 12 one-hot steps, h_t = tanh(i2h(x_t) + h2h(h_t-1)),
 //   w2b32  log_softmax(h2o(h_T)) + NLL, Adam lr 1e-3; batch 1 and batch 32
@@ -329,7 +332,7 @@ Args parse(int argc, char** argv) {
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   tg::set_device(tg::Device::CPU);
-  tg::set_num_threads(a.threads);
+  if (a.threads > 0) tg::set_num_threads(a.threads);  // 0: OpenBLAS's own threads
   tg::manual_seed(0);
   std::printf("threads %d\nblas_core %s\n", tg::get_num_threads(), openblas_get_corename());
   float loss = 0;

@@ -276,9 +276,8 @@ void gemm_strided_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int6
     if (rc == 0) return;
     gpu_failed(rc, msg);
   }
-  for (int64_t i = 0; i < batch; ++i)
-    cpu_gemm(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb,
-             beta, C + i * stride_c, ldc);
+  cpu_gemm_strided_batched(trans_a, trans_b, M, N, K, alpha, A, lda, stride_a, B, ldb,
+                           stride_b, beta, C, ldc, stride_c, batch);
 }
 
 }  // namespace gemm

@@ -27,7 +27,15 @@ void cpu_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
               const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
               int64_t ldc);
 
-/// Threads for OpenBLAS.
+/// The CPU implementation of gemm_strided_batched: the matrices split across threads when
+/// their outputs are disjoint (see gemm_cblas.cpp).
+void cpu_gemm_strided_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                              float alpha, const float* A, int64_t lda, int64_t stride_a,
+                              const float* B, int64_t ldb, int64_t stride_b, float beta,
+                              float* C, int64_t ldc, int64_t stride_c, int64_t batch);
+
+/// CPU threads: n >= 1 switches to tapegrad's own threads, OpenBLAS single-threaded
+/// (gemm_cblas.cpp); until then, OpenBLAS's own threads.
 void cpu_set_num_threads(int n);
 int cpu_get_num_threads();
 

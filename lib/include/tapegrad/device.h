@@ -32,7 +32,11 @@ bool cuda_available();
 /// One line for logs: "cuda: <device>", or "cpu (CUDA unavailable: <reason>)", or "cpu".
 std::string device_status();
 
-/// Threads for OpenBLAS (and any other CPU parallelism in tapegrad). n >= 1.
+/// CPU threads for every product. n >= 1. Once called, OpenBLAS runs single-threaded and
+/// tapegrad splits each large product (about 10 µs of work or more) into up to n parts that
+/// run at once on threads of its own; they spin for a moment between products, then sleep.
+/// Until it is called, products use OpenBLAS's own threads (OPENBLAS_NUM_THREADS, or one per
+/// core), and get_num_threads() reports OpenBLAS's count.
 void set_num_threads(int n);
 int get_num_threads();
 

@@ -1,0 +1,27 @@
+#pragma once
+// Library-internal: tapegrad's own worker threads, which split large products (gemm_cblas.cpp).
+//
+// Why not OpenBLAS's threads: on a machine with other work, or next to another pool, its
+// workers yield and sleep between calls, and the small products of a training step (tens to
+// hundreds of microseconds each) often run slower on 2 OpenBLAS threads than on 1. These
+// workers spin for a short while after each job (so that the next product of the same step
+// finds them awake), then sleep; each part of a split product is one single-threaded
+// OpenBLAS call.
+#include <functional>
+
+namespace tg {
+namespace detail {
+
+/// Threads that one product may use, the caller's included (tg::set_num_threads).
+int pool_threads();
+/// Sets it (n >= 1): n - 1 workers are started (or stopped) now.
+void set_pool_threads(int n);
+
+/// Runs f(0), ..., f(parts - 1), f(0) on the calling thread and the others on the workers
+/// (parts beyond pool_threads() on the caller too), and returns when all are done. If another
+/// thread is using the workers at that moment, or f calls parallel_for, every part runs on
+/// the caller, one after the other. f must not throw.
+void parallel_for(int parts, const std::function<void(int)>& f);
+
+}  // namespace detail
+}  // namespace tg
