@@ -97,18 +97,20 @@ void adam_update(const O& o, bool decoupled, const Tensor& param, ParamState& st
 
   detail::with_flags(
       [&](auto maximize, auto decoupled_wd, auto l2_wd, auto amsgrad) {
-        for (int64_t j = 0; j < n; ++j) {
-          float gj = maximize ? -g[j] : g[j];
-          if constexpr (decoupled_wd) p[j] = p[j] * decay;             // AdamW: p ← p·(1 − lr·wd)
-          if constexpr (l2_wd) gj = detail::add_scaled(gj, wd, p[j]);  // Adam:  g ← g + wd·p
-          m[j] = detail::add_scaled(m[j] * b1, one_m_b1, gj);          // m ← β1·m + (1 − β1)·g
-          v[j] = detail::add_product(v[j] * b2, one_m_b2, gj, gj);     // v ← β2·v + (1 − β2)·g²
-          float vj = v[j];
-          if constexpr (amsgrad)  // NaN-propagating max
-            vj = vmax[j] = (v[j] > vmax[j] || std::isnan(v[j])) ? v[j] : vmax[j];
-          const float denom = std::sqrt(vj) / bc2_sqrt + eps;
-          p[j] = p[j] + neg_step_size * m[j] / denom;  // p ← p − step_size·m / denom
-        }
+        detail::for_range(n, [&](int64_t begin, int64_t end) {
+          for (int64_t j = begin; j < end; ++j) {
+            float gj = maximize ? -g[j] : g[j];
+            if constexpr (decoupled_wd) p[j] = p[j] * decay;             // AdamW: p ← p·(1 − lr·wd)
+            if constexpr (l2_wd) gj = detail::add_scaled(gj, wd, p[j]);  // Adam:  g ← g + wd·p
+            m[j] = detail::add_scaled(m[j] * b1, one_m_b1, gj);          // m ← β1·m + (1 − β1)·g
+            v[j] = detail::add_product(v[j] * b2, one_m_b2, gj, gj);     // v ← β2·v + (1 − β2)·g²
+            float vj = v[j];
+            if constexpr (amsgrad)  // NaN-propagating max
+              vj = vmax[j] = (v[j] > vmax[j] || std::isnan(v[j])) ? v[j] : vmax[j];
+            const float denom = std::sqrt(vj) / bc2_sqrt + eps;
+            p[j] = p[j] + neg_step_size * m[j] / denom;  // p ← p − step_size·m / denom
+          }
+        });
       },
       o.maximize_, decoupled, l2, vmax != nullptr);
 }

@@ -86,16 +86,18 @@ void SGD::update(const OptimizerOptions& options, const Tensor& param, ParamStat
   }
   detail::with_flags(
       [&](auto maximize, auto weight_decay, auto momentum, auto nesterov, auto first_step) {
-        for (int64_t j = 0; j < n; ++j) {
-          float d = maximize ? -g[j] : g[j];
-          if constexpr (weight_decay) d = detail::add_scaled(d, wd, p[j]);  // d_p = d_p + wd·p
-          if constexpr (momentum) {
-            // The first step takes d_p itself as the buffer.
-            buf[j] = first_step ? d : detail::add_scaled(buf[j] * mom, keep, d);
-            d = nesterov ? detail::add_scaled(d, mom, buf[j]) : buf[j];
+        detail::for_range(n, [&](int64_t begin, int64_t end) {
+          for (int64_t j = begin; j < end; ++j) {
+            float d = maximize ? -g[j] : g[j];
+            if constexpr (weight_decay) d = detail::add_scaled(d, wd, p[j]);  // d_p = d_p + wd·p
+            if constexpr (momentum) {
+              // The first step takes d_p itself as the buffer.
+              buf[j] = first_step ? d : detail::add_scaled(buf[j] * mom, keep, d);
+              d = nesterov ? detail::add_scaled(d, mom, buf[j]) : buf[j];
+            }
+            p[j] = detail::add_scaled(p[j], neg_lr, d);
           }
-          p[j] = detail::add_scaled(p[j], neg_lr, d);
-        }
+        });
       },
       o.maximize_, use_wd, use_mom, use_mom && o.nesterov_, use_mom && first);
 }
