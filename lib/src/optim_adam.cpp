@@ -97,7 +97,7 @@ void adam_update(const O& o, bool decoupled, const Tensor& param, ParamState& st
 
   detail::with_flags(
       [&](auto maximize, auto decoupled_wd, auto l2_wd, auto amsgrad) {
-        detail::for_range(n, [&](int64_t begin, int64_t end) {
+        detail::for_range(n, [=](int64_t begin, int64_t end) {  // by value: no aliasing
           for (int64_t j = begin; j < end; ++j) {
             float gj = maximize ? -g[j] : g[j];
             if constexpr (decoupled_wd) p[j] = p[j] * decay;             // AdamW: p ← p·(1 − lr·wd)

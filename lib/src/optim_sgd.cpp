@@ -86,7 +86,7 @@ void SGD::update(const OptimizerOptions& options, const Tensor& param, ParamStat
   }
   detail::with_flags(
       [&](auto maximize, auto weight_decay, auto momentum, auto nesterov, auto first_step) {
-        detail::for_range(n, [&](int64_t begin, int64_t end) {
+        detail::for_range(n, [=](int64_t begin, int64_t end) {  // by value: no aliasing
           for (int64_t j = begin; j < end; ++j) {
             float d = maximize ? -g[j] : g[j];
             if constexpr (weight_decay) d = detail::add_scaled(d, wd, p[j]);  // d_p = d_p + wd·p
