@@ -32,12 +32,16 @@ void fsync_parent_dir(const std::string& path) {
 void fail_next_write_after(int64_t bytes) { g_fail_after.store(bytes); }
 
 std::string read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer; it changes nothing for the
+  // regular files read below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw IOError("cannot open '" + path + "': " + errno_text());
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const bool dir = S_ISDIR(st.st_mode);
     ::close(fd);
-    throw IOError("'" + path + "' is not a regular file");
+    throw IOError("'" + path + "' is " + (dir ? "a directory" : "not a regular file") +
+                  ", expected a file");
   }
   std::string out(static_cast<size_t>(st.st_size), '\0');
   size_t done = 0;
@@ -138,7 +142,8 @@ LoadPlan plan_load(const nn::Module& module, const NamedTensors& entries,
 
 void apply_load(const LoadPlan& plan) noexcept {
   for (const auto& [dst, src] : plan.copies)
-    std::memcpy(dst.data_ptr(), src.data_ptr(), sizeof(float) * static_cast<size_t>(src.numel()));
+    if (src.numel() > 0)  // an empty tensor's data pointer may be null
+      std::memcpy(dst.data_ptr(), src.data_ptr(), sizeof(float) * static_cast<size_t>(src.numel()));
 }
 
 }  // namespace detail

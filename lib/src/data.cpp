@@ -50,13 +50,15 @@ TensorBatch TensorDataset::get_batch(const std::vector<int64_t>& indices) const 
   TensorBatch batch;
   for (const auto& t : tensors_) {
     Shape shape = t.shape();
-    const int64_t row = t.numel() / shape[0];
+    int64_t row = 1;  // values per sample (not numel / N: N may be 0)
+    for (size_t d = 1; d < shape.size(); ++d) row *= shape[d];
     shape[0] = b;
     Tensor out = zeros(shape);
     const float* src = t.data_ptr();
     float* dst = out.data_ptr();
-    for (int64_t i = 0; i < b; ++i)
-      std::memcpy(dst + i * row, src + indices[i] * row, sizeof(float) * row);
+    if (row > 0)  // empty rows: no data pointers to copy between
+      for (int64_t i = 0; i < b; ++i)
+        std::memcpy(dst + i * row, src + indices[i] * row, sizeof(float) * row);
     batch.tensors.push_back(out);
   }
   if (!targets_.shape.empty()) {

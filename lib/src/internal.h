@@ -90,6 +90,12 @@ bool any_requires_grad(const std::vector<Tensor>& inputs);
 
 Tensor make_leaf(Array value, bool requires_grad = false);
 
+/// Throws ValueError("<op>: <what> is undefined") for an undefined tensor (a default-built
+/// tg::Tensor), which would otherwise be dereferenced.
+inline void require_defined(const Tensor& t, const char* op, const char* what = "the input") {
+  if (!t.defined()) throw ValueError(std::string(op) + ": " + what + " is undefined");
+}
+
 // ---- shape helpers ----------------------------------------------------------------------
 Shape shape_of(const Array& a);
 std::vector<size_t> to_xshape(const Shape& s);

@@ -179,6 +179,10 @@ std::string FeedForward::signature() const {
 
 TransformerBlock::TransformerBlock(const TransformerBlockOptions& o)
     : UnaryModule("TransformerBlock"), options(o) {
+  // Checked here too, so that the error names this block rather than an unattached submodule.
+  if (o.d_model_ <= 0 || o.num_heads_ <= 0 || o.d_model_ % o.num_heads_ != 0)
+    value_error("d_model (" + std::to_string(o.d_model_) + ") must be a positive multiple of num_heads (" +
+                std::to_string(o.num_heads_) + ")");
   if (!(o.dropout_ >= 0.0f && o.dropout_ <= 1.0f))
     value_error("dropout must be in [0, 1], got " + fmt(o.dropout_));
   ln1 = register_module("ln1", std::make_shared<LayerNorm>(LayerNormOptions({o.d_model_}).eps(o.layer_norm_eps_)));

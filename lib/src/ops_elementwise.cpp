@@ -71,12 +71,14 @@ Tensor div(const Tensor& a, const Tensor& b) {
 
 // y = a + s            da = g
 Tensor add(const Tensor& a, float s) {
+  require_defined(a, "add_scalar", "the input");
   return record("add_scalar", Array(val(a) + s), {a},
                 [](BackwardContext& ctx) { ctx.give(0, ctx.take_grad()); });
 }
 
 // y = a * s            da = g * s
 Tensor mul(const Tensor& a, float s) {
+  require_defined(a, "mul_scalar", "the input");
   return record("mul_scalar", Array(val(a) * s), {a}, [s](BackwardContext& ctx) {
     ctx.give(0, in_place(ctx, [s](Array& g) { g *= s; }));
   });
@@ -84,6 +86,7 @@ Tensor mul(const Tensor& a, float s) {
 
 // y = s / a            da = -g * s / a²
 Tensor rdiv(float s, const Tensor& a) {
+  require_defined(a, "rdiv_scalar", "the input");
   auto sa = saved(a);
   return record("rdiv_scalar", Array(s / *sa), {a}, [s, sa](BackwardContext& ctx) {
     ctx.give(0, Array(-ctx.grad * s / (*sa * *sa)));
@@ -92,6 +95,7 @@ Tensor rdiv(float s, const Tensor& a) {
 
 // y = -a               da = -g
 Tensor neg(const Tensor& a) {
+  require_defined(a, "neg", "the input");
   return record("neg", Array(-val(a)), {a}, [](BackwardContext& ctx) {
     ctx.give(0, in_place(ctx, [](Array& g) { g *= -1.0f; }));
   });
@@ -99,6 +103,7 @@ Tensor neg(const Tensor& a) {
 
 // y = a^p              da = g * p * a^(p-1)
 Tensor pow(const Tensor& a, float p) {
+  require_defined(a, "pow", "the input");
   auto sa = saved(a);
   return record("pow", Array(xt::pow(*sa, p)), {a}, [sa, p](BackwardContext& ctx) {
     ctx.give(0, Array(ctx.grad * p * xt::pow(*sa, p - 1.0f)));
@@ -107,6 +112,7 @@ Tensor pow(const Tensor& a, float p) {
 
 // y = exp(a)           da = g * y
 Tensor exp(const Tensor& a) {
+  require_defined(a, "exp", "the input");
   auto y = std::make_shared<Array>(xt::exp(val(a)));
   return record("exp", y, {a}, [y](BackwardContext& ctx) {
     ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= *y; }));
@@ -115,6 +121,7 @@ Tensor exp(const Tensor& a) {
 
 // y = log(a)           da = g / a
 Tensor log(const Tensor& a) {
+  require_defined(a, "log", "the input");
   auto sa = saved(a);
   return record("log", Array(xt::log(*sa)), {a},
                 [sa](BackwardContext& ctx) { ctx.give(0, Array(ctx.grad / *sa)); });
@@ -122,6 +129,7 @@ Tensor log(const Tensor& a) {
 
 // y = sqrt(a)          da = g / (2y)
 Tensor sqrt(const Tensor& a) {
+  require_defined(a, "sqrt", "the input");
   auto y = std::make_shared<Array>(xt::sqrt(val(a)));
   return record("sqrt", y, {a},
                 [y](BackwardContext& ctx) { ctx.give(0, Array(ctx.grad * 0.5f / *y)); });
@@ -129,6 +137,7 @@ Tensor sqrt(const Tensor& a) {
 
 // y = |a|              da = g * sign(a)   (0 at a = 0, as in PyTorch)
 Tensor abs(const Tensor& a) {
+  require_defined(a, "abs", "the input");
   auto sa = saved(a);
   return record("abs", Array(xt::abs(*sa)), {a},
                 [sa](BackwardContext& ctx) { ctx.give(0, Array(ctx.grad * xt::sign(*sa))); });
@@ -136,6 +145,7 @@ Tensor abs(const Tensor& a) {
 
 // y = tanh(a)          da = g * (1 - y²)
 Tensor tanh(const Tensor& a) {
+  require_defined(a, "tanh", "the input");
   auto y = std::make_shared<Array>(xt::tanh(val(a)));
   return record("tanh", y, {a}, [y](BackwardContext& ctx) {
     ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= 1.0f - *y * *y; }));
@@ -144,6 +154,7 @@ Tensor tanh(const Tensor& a) {
 
 // y = 1 / (1 + e^-a)   da = g * y * (1 - y)
 Tensor sigmoid(const Tensor& a) {
+  require_defined(a, "sigmoid", "the input");
   auto y = std::make_shared<Array>(1.0f / (1.0f + xt::exp(-val(a))));
   return record("sigmoid", y, {a}, [y](BackwardContext& ctx) {
     ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= *y * (1.0f - *y); }));
@@ -152,7 +163,9 @@ Tensor sigmoid(const Tensor& a) {
 
 // y = max(a, 0)        da = g * [a > 0]
 Tensor relu(const Tensor& a) {
-  auto y = std::make_shared<Array>(xt::maximum(val(a), 0.0f));
+  require_defined(a, "relu", "the input");
+  // where(x < 0, 0, x), not max(x, 0): NaN stays NaN, as in PyTorch (max would give 0).
+  auto y = std::make_shared<Array>(xt::where(val(a) < 0.0f, 0.0f, val(a)));
   return record("relu", y, {a}, [y](BackwardContext& ctx) {
     ctx.give(0, Array(xt::where(*y > 0.0f, ctx.grad, 0.0f)));
   });
@@ -167,6 +180,7 @@ constexpr float kInvSqrt2Pi = 0.3989422804014327f;
 // approx: y = ½x(1 + tanh(u)), u = √(2/π)(x + 0.044715x³)
 //         dx = g (½(1 + t) + ½x(1 - t²) √(2/π)(1 + 3·0.044715x²)),  t = tanh(u)
 Tensor gelu(const Tensor& a, bool approximate) {
+  require_defined(a, "gelu", "the input");
   auto sx = saved(a);
   const Array& x = *sx;
   if (approximate) {

@@ -57,7 +57,13 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                               " cannot be multiplied (" + std::to_string(K) + " vs " +
                               std::to_string(bp[bp.size() - 2]) + ")");
   const Shape a_batch(ap.begin(), ap.end() - 2), b_batch(bp.begin(), bp.end() - 2);
-  const Shape out_batch = broadcast_shapes(a_batch, b_batch, "matmul");
+  Shape out_batch;
+  try {
+    out_batch = broadcast_shapes(a_batch, b_batch, "matmul");
+  } catch (const ShapeError& e) {  // name the operands, not only their batch dims
+    shape_error("matmul", "the batch dims of " + to_string(as) + " and " + to_string(bs) +
+                              " do not broadcast (" + e.what() + ")");
+  }
   Shape out_shape = out_batch;
   if (as.size() > 1) out_shape.push_back(M);
   if (bs.size() > 1) out_shape.push_back(N);

@@ -1,6 +1,7 @@
 // Neural-network ops: dropout, layer_norm and the losses. layer_norm and cross_entropy are
 // fused: one pass forward and one backward closure each, instead of a dozen small ops.
 #include <cmath>
+#include <limits>
 
 #include <xtensor/xbuilder.hpp>
 #include <xtensor/xmath.hpp>
@@ -14,6 +15,7 @@ using namespace detail;
 
 // y = x * m / (1 - p), m ~ Bernoulli(1 - p)      dx = g * m / (1 - p)
 Tensor dropout(const Tensor& a, float p, bool training) {
+  require_defined(a, "dropout", "the input");
   if (!(p >= 0.0f && p <= 1.0f))
     throw ValueError("dropout: probability must be in [0, 1], got " + std::to_string(p));
   if (!training || p == 0.0f) return a;
@@ -31,6 +33,7 @@ Tensor dropout(const Tensor& a, float p, bool training) {
 //   dw = Σ_r g · x̂,  db = Σ_r g
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                   const Tensor& bias, float eps) {
+  require_defined(x, "layer_norm", "the input");
   const Shape xs = x.shape();
   const size_t k = normalized_shape.size();
   bool ok = k > 0 && xs.size() >= k;
@@ -44,6 +47,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   if (bias.defined() && bias.shape() != normalized_shape)
     shape_error("layer_norm", "bias shape " + to_string(bias.shape()) + ", expected " +
                                   to_string(normalized_shape));
+  if (!(eps >= 0.0f) || std::isinf(eps))
+    throw ValueError("layer_norm: eps must be finite and >= 0, got " + std::to_string(eps));
   const size_t N = static_cast<size_t>(numel_of(normalized_shape));
   const size_t rows = N ? static_cast<size_t>(numel_of(xs)) / N : 0;
   auto xhat = std::make_shared<Array>(Array::from_shape(val(x).shape()));
@@ -180,6 +185,7 @@ inline float loss_grad_at(const Array& g, Reduction r, float denom, size_t e) {
 // Per target position: loss = -(1-ε)·logp[t] - (ε/K)·Σ_k logp[k],  logp = log_softmax(x)
 //   dx = (softmax(x) - (1-ε)·onehot(t) - ε/K) · upstream
 Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEntropyOptions& o) {
+  require_defined(logits, "cross_entropy", "the input");
   const Shape xs = logits.shape();
   const LossSetup ls = setup_loss(xs, targets, o, "cross_entropy");
   const AxisSplit s = ls.s;
@@ -205,8 +211,11 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEn
       if (t == o.ignore_index) {
         per.data()[e] = 0.0f;
       } else {
-        per.data()[e] = -(1.0f - eps) * logp->data()[base + static_cast<size_t>(t) * s.inner] -
-                        eps / K * static_cast<float>(all);
+        // Without smoothing the Σ term is left out, not multiplied by 0: a -inf logit of
+        // another class (a masked class) would make it 0·(-inf) = NaN. PyTorch gives the plain
+        // -logp[t] there.
+        const float smooth = eps > 0.0f ? eps / K * static_cast<float>(all) : 0.0f;
+        per.data()[e] = -(1.0f - eps) * logp->data()[base + static_cast<size_t>(t) * s.inner] - smooth;
       }
     }
   const Reduction red = o.reduction;
@@ -233,6 +242,7 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEn
 
 // loss = -logp[t]              dlogp = -onehot(t) · upstream
 Tensor nll_loss(const Tensor& log_probs, const Indices& targets, const CrossEntropyOptions& o) {
+  require_defined(log_probs, "nll_loss", "the input");
   if (o.label_smoothing != 0.0f)
     throw ValueError("nll_loss: label_smoothing is not supported (use cross_entropy)");
   const Shape xs = log_probs.shape();
@@ -269,12 +279,16 @@ Tensor nll_loss(const Tensor& log_probs, const Indices& targets, const CrossEntr
 
 // loss = (x - y)²  reduced;  composed from recorded ops, so its gradient comes for free.
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  require_defined(input, "mse_loss", "the input");
+  require_defined(target, "mse_loss", "the target");
   if (input.shape() != target.shape())
     shape_error("mse_loss", "input shape " + to_string(input.shape()) +
                                 " does not match target shape " + to_string(target.shape()));
   Tensor d = sub(input, target);
   Tensor sq = mul(d, d);
   if (reduction == Reduction::None) return sq;
+  if (reduction == Reduction::Mean && sq.numel() == 0)  // 0/0: NaN, as in PyTorch
+    return mul(sum(sq), std::numeric_limits<float>::quiet_NaN());
   return reduction == Reduction::Sum ? sum(sq) : mean(sq);
 }
 

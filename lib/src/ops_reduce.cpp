@@ -36,6 +36,7 @@ Shape keepdim_shape(const Shape& in, const std::vector<size_t>& axes) {
 
 Tensor sum_impl(const Tensor& a, const std::vector<int64_t>& axes_in, bool keepdim, float scale,
                 const char* name) {
+  require_defined(a, name, "the input");
   const Shape in = a.shape();
   const auto axes = reduce_axes(axes_in, in.size(), name);
   Array r = xt::sum(val(a), axes, xt::evaluation_strategy::immediate);
@@ -65,6 +66,7 @@ Tensor sum(const Tensor& a, const std::vector<int64_t>& axes, bool keepdim) {
 }
 Tensor mean(const Tensor& a) { return mean(a, {}, false); }
 Tensor mean(const Tensor& a, const std::vector<int64_t>& axes, bool keepdim) {
+  require_defined(a, "mean", "the input");
   const int64_t n = count_over(a.shape(), axes, "mean");
   if (n == 0) throw ShapeError("mean: reducing over zero elements (shape " + to_string(a.shape()) + ")");
   return sum_impl(a, axes, keepdim, 1.0f / static_cast<float>(n), "mean");
@@ -72,6 +74,7 @@ Tensor mean(const Tensor& a, const std::vector<int64_t>& axes, bool keepdim) {
 
 // values = max over `axis`, idx = argmax (first on ties)      dx = g at idx, 0 elsewhere
 std::pair<Tensor, Indices> max(const Tensor& a, int64_t axis, bool keepdim) {
+  require_defined(a, "max", "the input");
   const Shape in = a.shape();
   const size_t ax = norm_axis(axis, in.size(), "max");
   if (in[ax] == 0) throw ShapeError("max: reducing over an empty dim (shape " + to_string(in) + ")");
@@ -139,6 +142,7 @@ Array softmax_forward(const Array& x, const AxisSplit& s, bool log) {
 
 // y = e^x / Σe^x            dx = y (g - Σ g y)
 Tensor softmax(const Tensor& a, int64_t axis) {
+  require_defined(a, "softmax", "the input");
   const Shape in = a.shape();
   const AxisSplit s = split_at(in, norm_axis(axis, in.size(), "softmax"));
   auto y = std::make_shared<Array>(softmax_forward(val(a), s, false));
@@ -160,6 +164,7 @@ Tensor softmax(const Tensor& a, int64_t axis) {
 
 // y = x - log Σe^x          dx = g - softmax(x) Σ g
 Tensor log_softmax(const Tensor& a, int64_t axis) {
+  require_defined(a, "log_softmax", "the input");
   const Shape in = a.shape();
   const AxisSplit s = split_at(in, norm_axis(axis, in.size(), "log_softmax"));
   auto y = std::make_shared<Array>(softmax_forward(val(a), s, true));

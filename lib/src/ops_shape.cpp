@@ -14,6 +14,7 @@ using namespace detail;
 
 // y = permute(x, dims)          dx = permute(g, inverse(dims))
 Tensor permute(const Tensor& a, const std::vector<int64_t>& dims) {
+  require_defined(a, "permute", "the input");
   const Shape in = a.shape();
   if (dims.size() != in.size())
     shape_error("permute", "got " + std::to_string(dims.size()) + " dims for a tensor of shape " +
@@ -33,6 +34,7 @@ Tensor permute(const Tensor& a, const std::vector<int64_t>& dims) {
 }
 
 Tensor transpose(const Tensor& a, int64_t d0, int64_t d1) {
+  require_defined(a, "transpose", "the input");
   const size_t r = static_cast<size_t>(a.dim());
   std::vector<int64_t> dims(r);
   std::iota(dims.begin(), dims.end(), 0);
@@ -42,6 +44,7 @@ Tensor transpose(const Tensor& a, int64_t d0, int64_t d1) {
 
 // y = x viewed with a new shape          dx = g viewed with x's shape
 Tensor reshape(const Tensor& a, const Shape& shape_in) {
+  require_defined(a, "reshape", "the input");
   const Shape in = a.shape();
   Shape shape = shape_in;
   int64_t known = 1, infer = -1;
@@ -75,6 +78,7 @@ Tensor reshape(const Tensor& a, const Shape& shape_in) {
 }
 
 Tensor flatten(const Tensor& a, int64_t start, int64_t end) {
+  require_defined(a, "flatten", "the input");
   const Shape in = a.shape();
   if (in.empty()) return reshape(a, {1});
   const size_t s = norm_axis(start, in.size(), "flatten"), e = norm_axis(end, in.size(), "flatten");
@@ -88,6 +92,7 @@ Tensor flatten(const Tensor& a, int64_t start, int64_t end) {
 }
 
 Tensor squeeze(const Tensor& a) {
+  require_defined(a, "squeeze", "the input");
   Shape out;
   for (auto d : a.shape())
     if (d != 1) out.push_back(d);
@@ -95,6 +100,7 @@ Tensor squeeze(const Tensor& a) {
 }
 
 Tensor squeeze(const Tensor& a, int64_t dim) {
+  require_defined(a, "squeeze", "the input");
   Shape s = a.shape();
   const size_t d = norm_axis(dim, s.size(), "squeeze");
   if (s[d] == 1) s.erase(s.begin() + static_cast<long>(d));
@@ -102,6 +108,7 @@ Tensor squeeze(const Tensor& a, int64_t dim) {
 }
 
 Tensor unsqueeze(const Tensor& a, int64_t dim) {
+  require_defined(a, "unsqueeze", "the input");
   Shape s = a.shape();
   const size_t d = norm_axis(dim, s.size() + 1, "unsqueeze");
   s.insert(s.begin() + static_cast<long>(d), 1);
@@ -111,6 +118,8 @@ Tensor unsqueeze(const Tensor& a, int64_t dim) {
 // y = [x0 | x1 | ...] along axis        dxi = the slice of g that xi filled
 Tensor cat(const std::vector<Tensor>& tensors, int64_t axis) {
   if (tensors.empty()) throw ValueError("cat: expected a non-empty list of tensors");
+  for (size_t t = 0; t < tensors.size(); ++t)
+    if (!tensors[t].defined()) throw ValueError("cat: tensor " + std::to_string(t) + " is undefined");
   const Shape first = tensors[0].shape();
   if (first.empty()) shape_error("cat", "zero-dimensional tensors cannot be concatenated");
   const size_t ax = norm_axis(axis, first.size(), "cat");
@@ -160,6 +169,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t axis) {
 
 // y = x[..., start:start+length, ...]      dx = zeros with g placed at the slice
 Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
+  require_defined(a, "narrow", "the input");
   const Shape in = a.shape();
   if (in.empty()) shape_error("narrow", "cannot narrow a 0-d tensor");
   const size_t ax = norm_axis(dim, in.size(), "narrow");
@@ -184,7 +194,9 @@ Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
 }
 
 Tensor slice(const Tensor& a, int64_t dim, int64_t start, int64_t end) {
-  const int64_t n = a.size(dim);
+  require_defined(a, "slice", "the input");
+  const Shape shape = a.shape();
+  const int64_t n = shape[norm_axis(dim, shape.size(), "slice")];
   if (start < 0) start += n;
   if (end < 0) end += n;
   start = std::clamp<int64_t>(start, 0, n);
@@ -234,6 +246,7 @@ Tensor gather_rows(const Tensor& a, size_t ax, const Indices& index, Shape out, 
 }  // namespace
 
 Tensor index_select(const Tensor& a, int64_t axis, const Indices& index) {
+  require_defined(a, "index_select", "the input");
   const Shape in = a.shape();
   const size_t ax = norm_axis(axis, in.size(), "index_select");
   if (index.shape.size() != 1)
@@ -244,8 +257,12 @@ Tensor index_select(const Tensor& a, int64_t axis, const Indices& index) {
 }
 
 Tensor embedding(const Tensor& weight, const Indices& ids, int64_t padding_idx) {
+  require_defined(weight, "embedding", "the weight");
   const Shape ws = weight.shape();
   if (ws.size() != 2) shape_error("embedding", "weight must be 2-D (V, C), got " + to_string(ws));
+  if (padding_idx >= ws[0])
+    throw IndexError("embedding: padding_idx " + std::to_string(padding_idx) + " is out of range for " +
+                     std::to_string(ws[0]) + " rows (negative: none)");
   Shape out = ids.shape;
   out.push_back(ws[1]);
   return gather_rows(weight, 0, ids, out, "embedding", padding_idx);
@@ -253,6 +270,8 @@ Tensor embedding(const Tensor& weight, const Indices& ids, int64_t padding_idx) 
 
 // y = mask ? value : x          dx = g * !mask
 Tensor masked_fill(const Tensor& a, const Tensor& mask, float value) {
+  require_defined(a, "masked_fill", "the input");
+  require_defined(mask, "masked_fill", "the mask");
   const Shape in = a.shape();
   if (broadcast_shapes(in, mask.shape(), "masked_fill") != in)
     shape_error("masked_fill", "mask of shape " + to_string(mask.shape()) +
@@ -266,6 +285,9 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, float value) {
 
 // y = cond ? a : b              da = g * cond, db = g * !cond
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  require_defined(cond, "where", "the condition");
+  require_defined(a, "where", "a");
+  require_defined(b, "where", "b");
   const Shape s = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"),
                                    b.shape(), "where");
   auto c = std::make_shared<Array>(xt::broadcast(xt::not_equal(val(cond), 0.0f), to_xshape(s)));

@@ -38,7 +38,8 @@ void AdamOptionsBase<D>::set_number(const std::string& name, double v) {
 template <class D>
 void AdamOptionsBase<D>::validate() const {
   auto nonneg = [](const char* name, double v) {
-    if (!(v >= 0)) throw ValueError(std::string("invalid ") + name + " " + std::to_string(v) + ", expected >= 0");
+    if (!(v >= 0) || std::isinf(v))
+      throw ValueError(std::string("invalid ") + name + " " + std::to_string(v) + ", expected a finite value >= 0");
   };
   nonneg("lr", this->lr_);
   nonneg("eps", eps_);
@@ -121,7 +122,8 @@ Adam::Adam(std::vector<Tensor> params, const AdamOptions& options)
     : Adam(std::vector<ParamGroup>{ParamGroup(std::move(params))}, options) {}
 
 Adam::Adam(std::vector<ParamGroup> groups, const AdamOptions& defaults) : Optimizer("Adam", defaults) {
-  if (groups.empty()) throw ValueError("Adam: got an empty list of parameter groups");
+  if (std::all_of(groups.begin(), groups.end(), [](const ParamGroup& g) { return g.params().empty(); }))
+    throw ValueError("Adam: got an empty parameter list (no groups, or groups without parameters)");
   for (const auto& g : groups) add_param_group(g);
 }
 
@@ -139,7 +141,8 @@ AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& options)
 
 AdamW::AdamW(std::vector<ParamGroup> groups, const AdamWOptions& defaults)
     : Optimizer("AdamW", defaults) {
-  if (groups.empty()) throw ValueError("AdamW: got an empty list of parameter groups");
+  if (std::all_of(groups.begin(), groups.end(), [](const ParamGroup& g) { return g.params().empty(); }))
+    throw ValueError("AdamW: got an empty parameter list (no groups, or groups without parameters)");
   for (const auto& g : groups) add_param_group(g);
 }
 

@@ -1,5 +1,6 @@
 // RMSprop: the update rule of torch.optim.RMSprop (PyTorch 1.13, single-tensor path), fused
 // into one loop per parameter.
+#include <algorithm>
 #include <cmath>
 
 #include "tapegrad/optim/rmsprop.h"
@@ -38,7 +39,8 @@ void RMSpropOptions::set_number(const std::string& name, double v) {
 
 void RMSpropOptions::validate() const {
   auto nonneg = [](const char* name, double v) {
-    if (!(v >= 0)) throw ValueError(std::string("invalid ") + name + " " + std::to_string(v) + ", expected >= 0");
+    if (!(v >= 0) || std::isinf(v))
+      throw ValueError(std::string("invalid ") + name + " " + std::to_string(v) + ", expected a finite value >= 0");
   };
   nonneg("lr", lr_);
   nonneg("alpha", alpha_);
@@ -52,7 +54,8 @@ RMSprop::RMSprop(std::vector<Tensor> params, const RMSpropOptions& options)
 
 RMSprop::RMSprop(std::vector<ParamGroup> groups, const RMSpropOptions& defaults)
     : Optimizer("RMSprop", defaults) {
-  if (groups.empty()) throw ValueError("RMSprop: got an empty list of parameter groups");
+  if (std::all_of(groups.begin(), groups.end(), [](const ParamGroup& g) { return g.params().empty(); }))
+    throw ValueError("RMSprop: got an empty parameter list (no groups, or groups without parameters)");
   for (const auto& g : groups) add_param_group(g);
 }
 

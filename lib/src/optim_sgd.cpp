@@ -1,5 +1,6 @@
 // SGD: the update rule of torch.optim.SGD (PyTorch 1.13, single-tensor path), fused into one
 // loop per parameter.
+#include <algorithm>
 #include <cmath>
 
 #include "tapegrad/optim/sgd.h"
@@ -36,7 +37,8 @@ void SGDOptions::set_number(const std::string& name, double v) {
 
 void SGDOptions::validate() const {
   auto nonneg = [](const char* name, double v) {
-    if (!(v >= 0)) throw ValueError(std::string("invalid ") + name + " " + std::to_string(v) + ", expected >= 0");
+    if (!(v >= 0) || std::isinf(v))
+      throw ValueError(std::string("invalid ") + name + " " + std::to_string(v) + ", expected a finite value >= 0");
   };
   nonneg("lr", lr_);
   nonneg("momentum", momentum_);
@@ -51,7 +53,8 @@ SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
     : SGD(std::vector<ParamGroup>{ParamGroup(std::move(params))}, options) {}
 
 SGD::SGD(std::vector<ParamGroup> groups, const SGDOptions& defaults) : Optimizer("SGD", defaults) {
-  if (groups.empty()) throw ValueError("SGD: got an empty list of parameter groups");
+  if (std::all_of(groups.begin(), groups.end(), [](const ParamGroup& g) { return g.params().empty(); }))
+    throw ValueError("SGD: got an empty parameter list (no groups, or groups without parameters)");
   for (const auto& g : groups) add_param_group(g);
 }
 

@@ -28,6 +28,13 @@ void LRScheduler::step() {
     throw ValueError(type_name_ + ": the optimizer has " + std::to_string(groups.size()) +
                      " param groups, the scheduler was made for " +
                      std::to_string(base_lrs_.size()));
+  for (size_t i = 0; i < lrs.size(); ++i)
+    if (!(lrs[i] >= 0) || std::isinf(lrs[i])) {  // a NaN lr would silently ruin every weight
+      const int64_t epoch = last_epoch_--;          // nothing changes
+      throw ValueError(type_name_ + ": epoch " + std::to_string(epoch) + " gives group " +
+                       std::to_string(i) + " the lr " + std::to_string(lrs[i]) +
+                       ", expected a finite value >= 0");
+    }
   last_lr_.clear();
   for (size_t i = 0; i < groups.size(); ++i) {
     groups[i].set_lr(lrs[i]);

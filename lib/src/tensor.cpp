@@ -252,7 +252,11 @@ Tensor ones_like(const Tensor& t) { return ones(t.shape()); }
 Tensor arange(float start, float end, float step) {
   if (step == 0 || !std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step))
     throw ValueError("arange: step must be nonzero and the bounds finite");
-  const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((end - start) / step)));
+  const double count = std::ceil((double(end) - double(start)) / double(step));
+  if (count > double(int64_t(1) << 40))  // also keeps the cast below defined
+    throw ValueError("arange: [" + std::to_string(start) + ", " + std::to_string(end) + ") in steps of " +
+                     std::to_string(step) + " would have " + std::to_string(count) + " elements");
+  const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
   Array a = Array::from_shape({static_cast<size_t>(n)});
   for (int64_t i = 0; i < n; ++i) a(i) = start + step * static_cast<float>(i);
   return make_leaf(std::move(a));
