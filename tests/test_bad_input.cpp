@@ -645,7 +645,11 @@ TEST(BadInput, Files) {
   const std::string other_npz = dir + "/other.npz";
   write_npz(other_npz, {{"fc1.weight", ones({4, 2})}});
 
+  const std::string fifo = dir + "/a.fifo";
+  ::mkfifo(fifo.c_str(), 0600);  // opening it for reading would wait for a writer
+
   run_table("checkpoint files", {
+      err<IOError>("load: a FIFO (does not hang)", {"a.fifo", "not a regular file"}, [=] { Checkpoint::load(fifo); }),
       err<IOError>("load: missing file", {"does_not_exist.ckpt"}, [=] { Net n; load(n, missing); }),
       err<IOError>("load: a directory", {dir, "directory"}, [=] { Net n; load(n, dir); }),
       err<IOError>("Checkpoint::load: a directory", {dir, "directory"}, [=] { Checkpoint::load(dir); }),

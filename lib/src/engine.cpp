@@ -43,6 +43,7 @@ void accumulate(std::shared_ptr<Array>& dst, Array&& g) {
 void BackwardContext::give(size_t i, Array g) {
   TensorImpl* in = node_.inputs.at(i).get();
   if (!in) return;
+  if (anomaly_on()) check_gradient(node_, i, g, grad_);
   const auto& shape = in->value->shape();
   Array gi = g.shape() == shape ? std::move(g) : sum_to(g, Shape(shape.begin(), shape.end()));
   if (in->grad_fn) {
@@ -101,9 +102,11 @@ Tensor record_impl(const char* name, std::shared_ptr<Array> value, const Tensor*
     }
     node->backward = std::move(fn);
     node->output = impl;
+    if (anomaly_on()) node->module = current_module_id();
     impl->grad_fn = std::move(node);
     impl->requires_grad = true;
   }
+  if (anomaly_on()) check_forward(name, *impl->value, inputs, n);
   return Tensor(std::move(impl));
 }
 }  // namespace
@@ -160,6 +163,7 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
           to_string(shape_of(*r.value)) + "; pass an upstream gradient of that shape");
     seed = xt::ones<float>(r.value->shape());
   }
+  if (anomaly_on()) check_seed(r.grad_fn.get(), seed);
   if (!r.grad_fn) {  // a leaf: its gradient is the seed
     accumulate(r.grad, std::move(seed));
     return;

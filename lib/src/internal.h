@@ -1,6 +1,7 @@
 #pragma once
 // Library-internal: the tensor's storage, the tape's nodes and the helpers that every op
 // uses to record itself. Not installed.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -66,6 +67,7 @@ struct Node {
   uint32_t visited = 0;                            // the replay that last collected it
   uint32_t slot = 0;                               // its place in that replay's order
   bool released = false;
+  uint32_t module = 0;                             // anomaly mode: the module scope that recorded it
 
   Node() = default;
   Node(const Node&) = delete;
@@ -95,6 +97,19 @@ Tensor make_leaf(Array value, bool requires_grad = false);
 inline void require_defined(const Tensor& t, const char* op, const char* what = "the input") {
   if (!t.defined()) throw ValueError(std::string(op) + ": " + what + " is undefined");
 }
+
+// ---- anomaly detection (anomaly.cpp) -------------------------------------------------------
+extern std::atomic<bool> anomaly_flag;
+inline bool anomaly_on() { return anomaly_flag.load(std::memory_order_relaxed); }
+/// The id of the innermost ModuleScope on this thread (0: none).
+uint32_t current_module_id();
+/// Throws AnomalyError if op `name`'s output holds NaN (or Inf from finite inputs).
+void check_forward(const char* name, const Array& out, const Tensor* inputs, size_t n);
+/// Throws AnomalyError if `g`, the gradient `node` gives its input i, holds NaN or Inf.
+/// `grad_out` is the gradient the node received (may be empty if the closure took it).
+void check_gradient(const Node& node, size_t i, const Array& g, const Array& grad_out);
+/// Throws AnomalyError if the gradient backward() starts from holds NaN or Inf.
+void check_seed(const Node* root, const Array& seed);
 
 // ---- shape helpers ----------------------------------------------------------------------
 Shape shape_of(const Array& a);

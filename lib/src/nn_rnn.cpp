@@ -345,6 +345,7 @@ void RNNCell::reset_parameters() {
 
 // h' = act(i2h(x) + h2h(h))
 Tensor RNNCell::forward(const Tensor& x, const Tensor& h) const {
+  const ModuleScope scope(*this);  // names this module in anomaly reports
   const Shape hs = check_cell_input(*this, x, options.input_size_, options.hidden_size_);
   const Tensor pre = i2h->forward(x) + h2h->forward(state_or_zeros(*this, "h", h, hs));
   return options.nonlinearity_ == "relu" ? relu(pre) : tanh(pre);
@@ -394,6 +395,7 @@ void LSTMCell::reset_parameters() { uniform_all(*this, options.hidden_size_); }
 // [i f g o] = x W_ihᵀ + b_ih + h W_hhᵀ + b_hh;  c' = σ(f) c + σ(i) tanh(g);  h' = σ(o) tanh(c')
 // One step of the fused recurrence: 7 tape nodes instead of about 17 for the same ops.
 LSTMState LSTMCell::forward(const Tensor& x, const LSTMState& state) const {
+  const ModuleScope scope(*this);  // names this module in anomaly reports
   const Shape hs = check_cell_input(*this, x, options.input_size_, options.hidden_size_);
   const Tensor h = state_or_zeros(*this, "h", state.h, hs);
   const Tensor c = state_or_zeros(*this, "c", state.c, hs);
@@ -416,6 +418,7 @@ void GRUCell::reset_parameters() { uniform_all(*this, options.hidden_size_); }
 // r, z = σ(x W_ir,izᵀ + b_ir,iz + h W_hr,hzᵀ + b_hr,hz);  n = tanh(x W_inᵀ + b_in + r (h W_hnᵀ + b_hn))
 // h' = (1 - z) n + z h, as one step of the fused recurrence.
 Tensor GRUCell::forward(const Tensor& x, const Tensor& h_in) const {
+  const ModuleScope scope(*this);  // names this module in anomaly reports
   const Shape hs = check_cell_input(*this, x, options.input_size_, options.hidden_size_);
   const Tensor h = state_or_zeros(*this, "h", h_in, hs);
   const int64_t B = x.dim() == 1 ? 1 : x.size(0);
@@ -540,6 +543,7 @@ RNN::RNN(const RNNOptions& o)
 }
 
 RNNOutput RNN::forward(const Tensor& x, const Tensor& h0) const {
+  const ModuleScope scope(*this);  // names this module in anomaly reports
   bool unbatched = false;
   const Tensor xs = prepare(x, {{"h0", h0}}, unbatched);
   RNNOutput r;
@@ -552,6 +556,7 @@ RNNOutput RNN::forward(const Tensor& x, const Tensor& h0) const {
 LSTM::LSTM(const LSTMOptions& o) : RNNBase("LSTM", Kind::LSTM, o) {}
 
 LSTMOutput LSTM::forward(const Tensor& x, const LSTMState& s) const {
+  const ModuleScope scope(*this);  // names this module in anomaly reports
   bool unbatched = false;
   const Tensor xs = prepare(x, {{"h0", s.h}, {"c0", s.c}}, unbatched);
   auto batched = [&](const Tensor& t) { return unbatched && t.defined() ? unsqueeze(t, 1) : t; };
@@ -564,6 +569,7 @@ LSTMOutput LSTM::forward(const Tensor& x, const LSTMState& s) const {
 GRU::GRU(const GRUOptions& o) : RNNBase("GRU", Kind::GRU, o) {}
 
 RNNOutput GRU::forward(const Tensor& x, const Tensor& h0) const {
+  const ModuleScope scope(*this);  // names this module in anomaly reports
   bool unbatched = false;
   const Tensor xs = prepare(x, {{"h0", h0}}, unbatched);
   RNNOutput r;

@@ -23,5 +23,8 @@ class AutogradError : public Error { using Error::Error; };
 class CheckpointError : public Error { using Error::Error; };
 /// A file that cannot be opened, read or written.
 class IOError : public Error { using Error::Error; };
+/// Anomaly detection (tg::detect_anomaly) found NaN or Inf: the message names the first op
+/// whose forward or backward produced it, the module whose forward recorded it, and the shapes.
+class AnomalyError : public Error { using Error::Error; };
 
 }  // namespace tg
