@@ -4,8 +4,11 @@
 // carry the number of parts, runs part 0 itself and spins until the workers have finished
 // theirs. Worker i runs part i when i < parts. An idle worker spins for kSpin, then sleeps on
 // a condition variable. The pool is created on first use and never destroyed (its threads
-// end with the process), so no static destructor can wait on it.
+// end with the process), so no static destructor can wait on it. A child process made by
+// fork() has none of the workers: there every job runs on the caller.
 #include "thread_pool.h"
+
+#include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
@@ -35,12 +38,17 @@ inline void cpu_relax() {
 }
 
 thread_local bool t_in_job = false;  // a part calling parallel_for runs it serially
+std::atomic<bool> g_forked{false};   // this process is a fork() child: no workers here
 
 class Pool {
  public:
   int threads() const { return threads_.load(std::memory_order_relaxed); }
 
   void resize(int n) {
+    if (g_forked.load(std::memory_order_relaxed)) {  // the workers are not in this process
+      threads_.store(n, std::memory_order_relaxed);
+      return;
+    }
     std::lock_guard<std::mutex> use(use_);
     stop_workers();
     for (int id = 1; id < n; ++id) {
@@ -52,7 +60,7 @@ class Pool {
 
   void run(int parts, const std::function<void(int)>& f) {
     std::unique_lock<std::mutex> use(use_, std::defer_lock);
-    if (parts > 1 && !t_in_job) use.try_lock();
+    if (parts > 1 && !t_in_job && !g_forked.load(std::memory_order_relaxed)) use.try_lock();
     if (!use.owns_lock() || workers_.empty()) {  // busy, nested or single-threaded
       for (int p = 0; p < parts; ++p) f(p);
       return;
@@ -131,7 +139,10 @@ class Pool {
 };
 
 Pool& pool() {
-  static Pool* p = new Pool;  // never destroyed: see the top of the file
+  static Pool* p = [] {
+    pthread_atfork(nullptr, nullptr, [] { g_forked.store(true, std::memory_order_relaxed); });
+    return new Pool;  // never destroyed: see the top of the file
+  }();
   return *p;
 }
 
