@@ -129,6 +129,8 @@ def main():
                 jobs.append(("tg", "2/own", tg_cmd(a, w, 2, 1)))
                 jobs.append(("torch", "2", torch_cmd(a, w, 2)))
                 jobs.append(("tg", "2/blas", tg_cmd(a, w, 0, 2)))
+                if 1 not in settings:  # the 1-thread candidate, otherwise the 1-core run
+                    jobs.append(("tg", "2/1", tg_cmd(a, w, 1, 1)))
             if r % 2 == 1:  # alternate which side goes first
                 jobs.reverse()
             for side, setting, (cmd, env) in jobs:
