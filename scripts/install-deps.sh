@@ -3,6 +3,7 @@
 # present are skipped, and apt is not touched at all when nothing is missing.
 #   scripts/install-deps.sh            build + test dependencies
 #   scripts/install-deps.sh --torch    also python3-torch (reference data, benchmarks)
+#   scripts/install-deps.sh --fuzz     also clang-14 and libFuzzer (fuzz/run_fuzzers.sh)
 set -euo pipefail
 
 packages=(
@@ -16,7 +17,13 @@ packages=(
   gnuplot-nox                       # loss-curve plots
   libopenmpi-dev openmpi-bin        # tapegrad::distributed and its mpirun tests
 )
-if [[ "${1:-}" == "--torch" ]]; then packages+=(python3-torch); fi
+for arg in "$@"; do
+  case "$arg" in
+    --torch) packages+=(python3-torch) ;;
+    --fuzz) packages+=(clang-14 libclang-rt-14-dev) ;;
+    *) echo "install-deps: unknown option '$arg' (--torch, --fuzz)"; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
