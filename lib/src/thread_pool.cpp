@@ -1,11 +1,15 @@
 // tapegrad's worker threads (thread_pool.h).
 //
-// One job at a time: the caller publishes (job, parts) by bumping `epoch_`, whose low bits
-// carry the number of parts, runs part 0 itself and spins until the workers have finished
-// theirs. Worker i runs part i when i < parts. An idle worker spins for kSpin, then sleeps on
-// a condition variable. The pool is created on first use and never destroyed (its threads
-// end with the process), so no static destructor can wait on it. A child process made by
-// fork() has none of the workers: there every job runs on the caller.
+// One job at a time. The caller publishes the job (its sequence number, its number of parts
+// and the next unclaimed part, packed in one atomic word `claim_`), wakes the workers and then
+// claims parts itself, like they do, until none is left; it then waits only for the parts
+// that workers are still running. So a worker that is slow to wake (another process has its
+// core) costs nothing: the caller takes its part. A part is claimed with a compare-and-swap
+// that also checks the sequence number, so a late worker can never take a part of a later
+// job. An idle worker spins for kSpin, then sleeps on a condition variable. The pool is
+// created on first use and never destroyed (its threads end with the process), so no static
+// destructor can wait on it. A child process made by fork() has none of the workers: there
+// every job runs on the caller.
 #include "thread_pool.h"
 
 #include <pthread.h>
@@ -28,8 +32,7 @@ using Clock = std::chrono::steady_clock;
 /// How long an idle worker spins before it sleeps: longer than the gaps between the products
 /// of one training step, short enough to give the core back soon after the step.
 constexpr auto kSpin = std::chrono::microseconds(200);
-constexpr uint64_t kPartsBits = 8;  // epoch_ = (sequence << kPartsBits) | parts
-constexpr int kMaxThreads = 1 << kPartsBits;
+constexpr int kMaxParts = 255;  // claim_ = (sequence << 16) | (parts << 8) | next part
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -51,9 +54,9 @@ class Pool {
     }
     std::lock_guard<std::mutex> use(use_);
     stop_workers();
-    for (int id = 1; id < n; ++id) {
+    for (int i = 1; i < n; ++i) {
       const uint64_t seen = epoch_.load(std::memory_order_seq_cst);
-      workers_.emplace_back([this, id, seen] { work(id, seen); });
+      workers_.emplace_back([this, seen] { work(seen); });
     }
     threads_.store(n, std::memory_order_relaxed);
   }
@@ -61,31 +64,48 @@ class Pool {
   void run(int parts, const std::function<void(int)>& f) {
     std::unique_lock<std::mutex> use(use_, std::defer_lock);
     if (parts > 1 && !t_in_job && !g_forked.load(std::memory_order_relaxed)) use.try_lock();
-    if (!use.owns_lock() || workers_.empty()) {  // busy, nested or single-threaded
-      for (int p = 0; p < parts; ++p) f(p);
+    if (!use.owns_lock() || workers_.empty() || parts > kMaxParts) {
+      for (int p = 0; p < parts; ++p) f(p);  // busy, nested, single-threaded or too many
       return;
     }
-    const int shared = std::min(parts, threads());  // parts 1..shared-1 go to workers
+    const uint64_t seq = ++seq_;
     job_ = &f;
-    pending_.store(shared - 1, std::memory_order_relaxed);
-    publish(static_cast<uint64_t>(shared));
+    done_.store(0, std::memory_order_relaxed);
+    claim_.store((seq << 16) | (static_cast<uint64_t>(parts) << 8), std::memory_order_release);
+    wake(seq);
+    int mine = 0, p;
     t_in_job = true;
-    f(0);
-    for (int p = shared; p < parts; ++p) f(p);  // more parts than threads: the rest here
+    while (claim(seq, p)) {
+      f(p);
+      ++mine;
+    }
     t_in_job = false;
-    for (int spins = 0; pending_.load(std::memory_order_acquire) > 0;) {
+    for (int spins = 0; done_.load(std::memory_order_acquire) + mine < parts;) {
       if (++spins < 4096)
         cpu_relax();
       else
-        std::this_thread::yield();  // a worker may be waiting for this core
+        std::this_thread::yield();  // the worker running a part may need this core
     }
   }
 
  private:
-  /// Starts epoch `(sequence + 1, parts)` and wakes sleeping workers.
-  void publish(uint64_t parts) {
-    const uint64_t next = ((epoch_.load(std::memory_order_relaxed) >> kPartsBits) + 1);
-    epoch_.store((next << kPartsBits) | parts, std::memory_order_seq_cst);
+  /// Claims the next part of job `seq`; false when that job has no unclaimed part left.
+  bool claim(uint64_t seq, int& part) {
+    uint64_t w = claim_.load(std::memory_order_acquire);
+    for (;;) {
+      if ((w >> 16) != seq) return false;  // a later job: not ours
+      const int parts = static_cast<int>((w >> 8) & 0xff), next = static_cast<int>(w & 0xff);
+      if (next >= parts) return false;
+      if (claim_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel)) {
+        part = next;
+        return true;
+      }
+    }
+  }
+
+  /// Makes the workers look at job `seq` (or at stop_), waking those that sleep.
+  void wake(uint64_t seq) {
+    epoch_.store(seq, std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) > 0) {
       std::lock_guard<std::mutex> lock(sleep_mu_);
       wake_.notify_all();
@@ -95,13 +115,13 @@ class Pool {
   void stop_workers() {  // under use_
     if (workers_.empty()) return;
     stop_.store(true, std::memory_order_relaxed);
-    publish(0);
+    wake(++seq_);
     for (auto& w : workers_) w.join();
     workers_.clear();
     stop_.store(false, std::memory_order_relaxed);
   }
 
-  void work(int id, uint64_t seen) {
+  void work(uint64_t seen) {
     t_in_job = true;  // products inside a part never split again
     for (;;) {
       uint64_t e;
@@ -118,20 +138,22 @@ class Pool {
       }
       seen = e;
       if (stop_.load(std::memory_order_relaxed)) return;
-      const int parts = static_cast<int>(e & (kMaxThreads - 1));
-      if (id < parts) {
-        (*job_)(id);
-        pending_.fetch_sub(1, std::memory_order_release);
+      int p;
+      while (claim(e, p)) {  // job_ is stable until our part is counted in done_
+        (*job_)(p);
+        done_.fetch_add(1, std::memory_order_release);
       }
     }
   }
 
-  std::mutex use_;  // held by the thread whose job the workers run
+  std::mutex use_;  // held by the thread whose job the pool runs
   std::vector<std::thread> workers_;
   std::atomic<int> threads_{1};
+  uint64_t seq_ = 0;  // the last job's sequence number (under use_)
   const std::function<void(int)>* job_ = nullptr;
-  std::atomic<uint64_t> epoch_{0};
-  std::atomic<int> pending_{0};  // workers' parts not finished
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<int> done_{0};        // parts finished by workers
+  std::atomic<uint64_t> epoch_{0};  // the sequence number workers should look at
   std::atomic<bool> stop_{false};
   std::mutex sleep_mu_;
   std::condition_variable wake_;
@@ -150,7 +172,7 @@ Pool& pool() {
 
 int pool_threads() { return pool().threads(); }
 
-void set_pool_threads(int n) { pool().resize(std::max(1, std::min(n, kMaxThreads - 1))); }
+void set_pool_threads(int n) { pool().resize(std::max(1, std::min(n, kMaxParts))); }
 
 void parallel_for(int parts, const std::function<void(int)>& f) { pool().run(parts, f); }
 

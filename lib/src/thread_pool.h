@@ -17,10 +17,10 @@ int pool_threads();
 /// Sets it (n >= 1): n - 1 workers are started (or stopped) now.
 void set_pool_threads(int n);
 
-/// Runs f(0), ..., f(parts - 1), f(0) on the calling thread and the others on the workers
-/// (parts beyond pool_threads() on the caller too), and returns when all are done. If another
-/// thread is using the workers at that moment, or f calls parallel_for, every part runs on
-/// the caller, one after the other. f must not throw.
+/// Runs f(0), ..., f(parts - 1) and returns when all are done. The caller and the workers
+/// each take the next part not yet taken until none is left, so a worker that is late to
+/// wake never holds the caller up. If another thread is using the workers at that moment, or
+/// f calls parallel_for, every part runs on the caller, one after the other. f must not throw.
 void parallel_for(int parts, const std::function<void(int)>& f);
 
 }  // namespace detail
