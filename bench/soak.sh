@@ -118,9 +118,13 @@ while true; do
   [[ -f "$ck" ]] && resume=(--resume)
   "$exe" "${common[@]}" --epochs "$epochs" --checkpoint "$ck" "${resume[@]}" >>"$soak_dir/log.txt" 2>&1 &
   pid=$!
-  # Sleep 0.25 to 1.75 mean gaps, unless the run ends first; after the kills asked for and
-  # half the estimated time again, let it finish.
-  if (( killed < kills * 2 )); then
+  # Until the kills asked for are done, spread them over the estimated time left (0.5 to 1.5
+  # shares of it each, so they all land before the end); then up to as many again, 0.25 to
+  # 1.75 mean gaps apart; then let the run finish.
+  if (( killed < kills )); then
+    left=$(calc "$per_step * ($total_steps - $(ck_step))")
+    gap=$(calc "$left / ($kills - $killed + 1) * (0.5 + $RANDOM / 32767)")
+  elif (( killed < kills * 2 )); then
     gap=$(calc "$mean_gap * (0.25 + 1.5 * $RANDOM / 32767)")
   else
     gap=1000000
@@ -175,7 +179,7 @@ watch_fail=$(grep -c '^FAIL' "$watch_log" || true)
 (( watch_fail == 0 )) || failures=$(( failures + 1 ))
 (( killed >= kills )) || { failures=$(( failures + 1 )); say "soak: only $killed kills (wanted $kills): the run finished too soon"; }
 
-say "soak: $(( (end - start) / 60 )) min $(( (end - start) % 60 )) s of training in $runs runs, $killed SIGKILLs survived"
+say "soak: $(( (end - start) / 60 )) min $(( (end - start) % 60 )) s (training and the final evaluation) in $runs runs, $killed SIGKILLs survived"
 say "soak: steps lost per kill: $lost_list(total $lost_total, max $lost_max, interval $steps_per_epoch)"
 say "soak: watcher inspections: $watch_ok loaded, $watch_fail failed; after-kill inspections: $killed"
 say "soak: final checkpoint identical to the uninterrupted run: $identical_ck; loss curve identical: $identical_csv"
