@@ -160,6 +160,13 @@ TEST(BadInput, TensorsAndFactories) {
       err<ShapeError>("full: negative dim", {"full", "[4, -2]"}, [] { full({4, -2}, 1.0f); }),
       err<ShapeError>("randn: negative dim", {"randn", "[-5]"}, [] { randn({-5}); }),
       err<ShapeError>("ragged rows", {"ragged"}, [] { tensor({{1, 2}, {3}}); }),
+      // Found by fuzzing (checkpoint dims): empty, but the other dims' product overflows the strides.
+      err<ShapeError>("zeros: empty with huge dims", {"zeros", "too many elements"},
+                      [] { zeros({0, int64_t(1) << 40, int64_t(1) << 40}); }),
+      err<ShapeError>("Indices: huge dims", {"Indices", "too many elements"},
+                      [] { Indices(std::vector<int64_t>{}, {int64_t(1) << 40, int64_t(1) << 40, 0}); }),
+      err<ShapeError>("reshape: empty with huge dims", {"reshape", "too many elements"},
+                      [] { reshape(zeros({0}), {0, int64_t(1) << 40, int64_t(1) << 40}); }),
       err<ValueError>("arange: zero step", {"arange", "step"}, [] { arange(0.0f, 1.0f, 0.0f); }),
       err<ValueError>("arange: NaN bound", {"arange", "finite"}, [] { arange(0.0f, kNaN, 1.0f); }),
       err<ValueError>("arange: inf bound", {"arange", "finite"}, [] { arange(0.0f, kInf, 1.0f); }),

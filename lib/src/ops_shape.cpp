@@ -47,7 +47,7 @@ Tensor reshape(const Tensor& a, const Shape& shape_in) {
   require_defined(a, "reshape", "the input");
   const Shape in = a.shape();
   Shape shape = shape_in;
-  int64_t known = 1, infer = -1;
+  int64_t known = 1, infer = -1, nonzero = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       if (infer >= 0) shape_error("reshape", "only one dimension can be -1, got " + to_string(shape_in));
@@ -55,6 +55,10 @@ Tensor reshape(const Tensor& a, const Shape& shape_in) {
     } else if (shape[i] < 0) {
       shape_error("reshape", "invalid shape " + to_string(shape_in));
     } else {
+      // Even with a zero dim, the other dims' product must not overflow (the strides).
+      if (shape[i] > 0 && nonzero > (int64_t(1) << 62) / shape[i])
+        shape_error("reshape", "shape " + to_string(shape_in) + " has too many elements");
+      if (shape[i] > 0) nonzero *= shape[i];
       known *= shape[i];
     }
   }

@@ -177,7 +177,12 @@ std::string Tensor::to_string() const {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
 
+namespace {
+void check_shape(const Shape& shape, const char* what);
+}
+
 Indices::Indices(std::vector<int64_t> v, Shape s) : values(std::move(v)), shape(std::move(s)) {
+  check_shape(shape, "Indices");  // before numel_of, which could overflow
   if (numel_of(shape) != static_cast<int64_t>(values.size()))
     throw ShapeError("Indices: " + std::to_string(values.size()) + " values for shape " +
                      tg::to_string(shape));
@@ -195,9 +200,15 @@ Tensor from_array(Array values, bool requires_grad) {
 
 namespace {
 void check_shape(const Shape& shape, const char* what) {
-  for (auto d : shape)
+  uint64_t product = 1;  // of the nonzero dims: past 2^62 the strides would overflow
+  for (auto d : shape) {
     if (d < 0)
       throw ShapeError(std::string(what) + ": negative dimension in shape " + to_string(shape));
+    if (d == 0) continue;
+    if (product > (uint64_t(1) << 62) / uint64_t(d))
+      throw ShapeError(std::string(what) + ": shape " + to_string(shape) + " has too many elements");
+    product *= uint64_t(d);
+  }
 }
 Array filled(const Shape& shape, float v, const char* what) {
   check_shape(shape, what);
