@@ -53,7 +53,10 @@ for t in "${targets[@]}"; do
   fi
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
-  line="fuzz_$t: ${seconds}s, ${execs:-?} executions, coverage ${cov:-?} edges, corpus $(ls "$corpus" | wc -l) files: $result"
+  rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+  ran=$seconds  # a crash stops the run early: executions / rate is how long it ran
+  [[ $result != ok && -n "$execs" && -n "$rate" && "$rate" -gt 0 ]] && ran=$(( execs / rate ))
+  line="fuzz_$t: ${ran}s, ${execs:-?} executions, coverage ${cov:-?} edges, corpus $(ls "$corpus" | wc -l) files: $result"
   echo "$line" | tee -a "$build/summary.txt"
 done
 exit $status
