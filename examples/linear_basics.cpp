@@ -12,22 +12,20 @@
 //
 // Legend: N = points, in/out = Linear sizes, H = MLP hidden width.
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/cli.h"
+#include "common/points.h"
 #include "common/progress.h"
 #include "common/run_log.h"
 #include "tapegrad/tapegrad.h"
 
 namespace nn = tg::nn;
+using ex::Points;
 
 namespace {
 
@@ -152,11 +150,6 @@ void part_collapse() {
 
 // ---- 4. a nonlinear problem ---------------------------------------------------------------------
 
-struct Points {
-  tg::Tensor x;          // (N, 2)
-  tg::Indices y;         // (N)
-};
-
 /// Two concentric rings (class 0 inside r < 0.5, class 1 for 0.7 < r < 1) or XOR quadrants.
 Points make_points(const std::string& problem, int64_t n) {
   std::vector<float> xs;
@@ -182,37 +175,6 @@ Points make_points(const std::string& problem, int64_t n) {
     xs.push_back(b);
     ys.push_back(label);
   }
-  return {tg::tensor(xs, {n, 2}), tg::Indices(ys, {n})};
-}
-
-/// Points from a CSV file: "x,y,label" per line (label 0 or 1), an optional header line.
-Points read_points(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw tg::IOError("cannot open " + path + ": " + std::strerror(errno));
-  std::vector<float> xs;
-  std::vector<int64_t> ys;
-  std::string line;
-  int64_t line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.empty()) continue;
-    std::replace(line.begin(), line.end(), ',', ' ');
-    std::istringstream fields(line);
-    float a, b;
-    int64_t label;
-    if (!(fields >> a >> b >> label)) {
-      if (line_no == 1) continue;  // a header
-      throw tg::ValueError(path + ":" + std::to_string(line_no) + ": expected 'x,y,label'");
-    }
-    if (label != 0 && label != 1)
-      throw tg::ValueError(path + ":" + std::to_string(line_no) + ": label " + std::to_string(label) +
-                           ", expected 0 or 1");
-    xs.push_back(a);
-    xs.push_back(b);
-    ys.push_back(label);
-  }
-  if (ys.size() < 4) throw tg::ValueError(path + ": expected at least 4 points, got " + std::to_string(ys.size()));
-  const auto n = static_cast<int64_t>(ys.size());
   return {tg::tensor(xs, {n, 2}), tg::Indices(ys, {n})};
 }
 
@@ -286,7 +248,7 @@ Problem load_problem(const std::string& data, const std::string& problem) {
     p.source = problem + " (generated)";
     return p;
   }
-  const Points all = read_points(data);
+  const Points all = ex::read_points(data);
   std::vector<int64_t> tr, te;
   for (int64_t i = 0; i < all.y.numel(); ++i) (i % 5 == 4 ? te : tr).push_back(i);
   auto pick = [&](const std::vector<int64_t>& idx) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/cli.h"
+#include "common/points.h"
 #include "common/run_log.h"
 #include "common/training.h"
 #include "common/words.h"
@@ -123,6 +124,47 @@ TEST(Words, MissingFilesAndBadRowsGiveMessages) {
   const ex::WordsData d = ex::load_words(dir);
   EXPECT_EQ(d.train.labels, (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(d.test.words[0], U"garten");
+}
+
+TEST(Points, ReadsAHeaderCommasBlanksAndCrLf) {
+  const std::string path = temp_dir("points") + "/p.csv";
+  write(path, "x,y,label\r\n0.5,-1,1\r\n\n  \n-2 3.25 0\n1e-3,4,1\n7,8,0");
+  const ex::Points p = ex::read_points(path);
+  EXPECT_EQ(p.x.shape(), (tg::Shape{4, 2}));
+  EXPECT_EQ(p.x.to_vector(), (std::vector<float>{0.5f, -1, -2, 3.25f, 1e-3f, 4, 7, 8}));
+  EXPECT_EQ(p.y.values, (std::vector<int64_t>{1, 0, 1, 0}));
+}
+
+TEST(Points, BadLinesNameTheFileAndLine) {
+  const std::string path = temp_dir("points_bad") + "/p.csv";
+  const std::string four = "0,0,0\n0,1,1\n1,0,1\n1,1,0\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {four + "1,2\n", "p.csv:5: expected 'x,y,label'"},
+      {four + "1,2,1,9\n", "p.csv:5: expected 'x,y,label'"},  // a fourth field
+      {four + "1,2,one\n", "p.csv:5: expected 'x,y,label'"},
+      {four + "1e99,2,1\n", "p.csv:5: expected 'x,y,label'"},  // past float's range
+      {four + "1,2,2\n", "p.csv:5: label 2, expected 0 or 1"},
+      {four + "1,2,-1\n", "p.csv:5: label -1, expected 0 or 1"},
+      {"header\n0,0,0\n1,1,1\n", "expected at least 4 points, got 2"},
+      {"", "expected at least 4 points, got 0"},
+      {"x,y,label\nx,y,label\n", "p.csv:2: expected 'x,y,label'"},  // one header only
+  };
+  for (const auto& [text, message] : cases) {
+    write(path, text);
+    try {
+      ex::read_points(path);
+      ADD_FAILURE() << "no error for: " << text;
+    } catch (const tg::ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(ex::read_points(path + ".missing"), tg::IOError);
+  try {
+    ex::read_points(temp_dir("points_dir"));
+    ADD_FAILURE() << "no error for a directory";
+  } catch (const tg::IOError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
 }
 
 TEST(CsvLog, WritesRowsAndKeepsThemUpToTheResumeStep) {
