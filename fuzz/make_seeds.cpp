@@ -1,4 +1,4 @@
-// Writes the seed corpus: fuzz/corpus/{checkpoint,npz,words}/seed-* (small, valid inputs
+// Writes the seed corpus: fuzz/corpus/{checkpoint,npz,words,points}/seed-* (small, valid inputs
 // that reach deep into each loader). Run by fuzz/run_fuzzers.sh --seeds; the output is
 // committed.
 #include <filesystem>
@@ -91,6 +91,11 @@ int main(int argc, char** argv) {
                                  head(ds / "test.tsv", 4));
   put(words, "seed-small", "en\nde\n===\nen\thello\nde\tgrüße\n===\nen\tworld\n===\nde\tstraße\n");
   put(words, "seed-utf8", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80 abc");
+
+  // ---- points: the example's CSV, and one with a header, CRLF, blanks and exponents -------
+  const fs::path points = out / "points";
+  put(points, "seed-xor", slurp(src / "examples/tests/xor.csv"));
+  put(points, "seed-mixed", "x,y,label\r\n0.5,-1,1\r\n\n-2 3.25 0\n1e-3,4,1\n7,8,0\n");
   std::cout << "seeds written under " << out << "\n";
   return 0;
 }

@@ -3,7 +3,8 @@
 # each target in turn, one process at a time.
 #
 #   fuzz/run_fuzzers.sh [SECONDS] [TARGET...]   run each target SECONDS (default 60);
-#                                               targets: checkpoint npz words (default all)
+#                                               targets: checkpoint npz words points
+#                                               (default all)
 #   fuzz/run_fuzzers.sh --seeds                 regenerate the committed seed corpus
 #
 # Needs clang-14 and libclang-rt-14-dev (scripts/install-deps.sh --fuzz).
@@ -19,7 +20,7 @@ cxx=${CXX_FUZZ:-clang++-14}
 
 command -v "$cxx" >/dev/null || { echo "run_fuzzers: $cxx not found (scripts/install-deps.sh --fuzz)"; exit 2; }
 cmake -S "$root/fuzz" -B "$build" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
-cmake --build "$build" -j"${JOBS:-2}" --target fuzz_checkpoint fuzz_npz fuzz_words make_fuzz_seeds
+cmake --build "$build" -j"${JOBS:-2}" --target fuzz_checkpoint fuzz_npz fuzz_words fuzz_points make_fuzz_seeds
 
 if [[ "${1:-}" == "--seeds" ]]; then
   "$build/make_fuzz_seeds" "$root" "$root/fuzz/corpus"
@@ -29,7 +30,7 @@ fi
 seconds=${1:-60}
 shift || true
 targets=("$@")
-(( ${#targets[@]} )) || targets=(checkpoint npz words)
+(( ${#targets[@]} )) || targets=(checkpoint npz words points)
 
 : >"$build/summary.txt"
 status=0

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -22,7 +23,8 @@
 #include "tapegrad/npz.h"
 #include "tapegrad/tapegrad.h"
 
-#include "common/words.h"  // examples/common: the words-by-language TSV loader
+#include "common/points.h"  // examples/common: the points CSV loader (linear_basics --data)
+#include "common/words.h"   // examples/common: the words-by-language TSV loader
 
 namespace fuzz {
 
@@ -238,6 +240,34 @@ inline int words_target(const uint8_t* data, size_t size) {
       (void)ex::CharVocab::from_utf8(vocab.chars_utf8());
     } catch (const tg::Error&) {
     }
+  }
+  return 0;
+}
+
+/// The points CSV loader of linear_basics --data (examples/common/points.h): whatever loads
+/// must be (N, 2) finite coordinates with N >= 4 labels of 0 or 1.
+inline int points_target(const uint8_t* data, size_t size) {
+  static const std::string path = scratch_path("points.csv");
+  write_bytes(path, data, size);
+  try {
+    const ex::Points p = ex::read_points(path);
+    const int64_t n = p.y.numel();
+    if (n < 4 || p.x.shape() != tg::Shape{n, 2}) {
+      std::fprintf(stderr, "points: %lld labels for x of shape %s\n", static_cast<long long>(n),
+                   tg::to_string(p.x.shape()).c_str());
+      std::abort();
+    }
+    for (float v : p.x.to_vector())
+      if (!std::isfinite(v)) {
+        std::fprintf(stderr, "points: a non-finite coordinate loaded\n");
+        std::abort();
+      }
+    for (int64_t label : p.y.values)
+      if (label != 0 && label != 1) {
+        std::fprintf(stderr, "points: label %lld loaded\n", static_cast<long long>(label));
+        std::abort();
+      }
+  } catch (const tg::Error&) {
   }
   return 0;
 }

@@ -48,3 +48,4 @@ void replay(const std::string& target, int (*fn)(const uint8_t*, size_t)) {
 TEST(FuzzRegressions, Checkpoint) { replay("checkpoint", fuzz::checkpoint_target); }
 TEST(FuzzRegressions, Npz) { replay("npz", fuzz::npz_target); }
 TEST(FuzzRegressions, Words) { replay("words", fuzz::words_target); }
+TEST(FuzzRegressions, Points) { replay("points", fuzz::points_target); }
