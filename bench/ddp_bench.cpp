@@ -36,6 +36,8 @@
 #include <tapegrad/distributed.h>
 #include <tapegrad/tapegrad.h>
 
+#include "tiny_gpt.h"
+
 namespace dist = tg::distributed;
 namespace nn = tg::nn;
 using tg::Tensor;
@@ -60,40 +62,6 @@ double max_over_ranks(double v) {
   dist::allreduce(all.data(), static_cast<int64_t>(all.size()));
   return *std::max_element(all.begin(), all.end());
 }
-
-/// W3's model: token + position embeddings, pre-LN causal blocks, final LayerNorm, head.
-/// Legend: B = batch, T = sequence length, C = d_model, V = vocabulary.
-class TinyGPT : public nn::Module {
- public:
-  TinyGPT(int64_t vocab, int64_t T, int64_t C, int64_t heads, int64_t layers, int64_t d_ff)
-      : Module("TinyGPT") {
-    tok_emb = register_module("tok_emb", std::make_shared<nn::Embedding>(vocab, C));
-    pos_emb = register_module("pos_emb", std::make_shared<nn::Embedding>(T, C));
-    auto list = register_module("blocks", std::make_shared<nn::ModuleList>());
-    for (int64_t l = 0; l < layers; ++l)
-      blocks.push_back(list->push_back(
-          std::make_shared<nn::TransformerBlock>(nn::TransformerBlockOptions(C, heads, d_ff))));
-    ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(C));
-    head = register_module("head", std::make_shared<nn::Linear>(C, vocab));
-    std::vector<int64_t> p(static_cast<size_t>(T));
-    for (int64_t t = 0; t < T; ++t) p[static_cast<size_t>(t)] = t;
-    positions = tg::Indices(std::move(p), {T});
-  }
-  /// ids (B, T) -> logits (B, T, V)
-  Tensor forward(const tg::Indices& ids) {
-    Tensor x = tok_emb->forward(ids) + pos_emb->forward(positions);  // (B, T, C)
-    const auto causal = nn::AttentionForwardOptions().causal(true);
-    for (const auto& b : blocks) x = b->forward(x, causal);
-    return head->forward(ln_f->forward(x));
-  }
-
- private:
-  std::shared_ptr<nn::Embedding> tok_emb, pos_emb;
-  std::vector<std::shared_ptr<nn::TransformerBlock>> blocks;
-  std::shared_ptr<nn::LayerNorm> ln_f;
-  std::shared_ptr<nn::Linear> head;
-  tg::Indices positions;
-};
 
 }  // namespace
 
@@ -121,7 +89,7 @@ int main(int argc, char** argv) {
 
   tg::set_num_threads(threads);
   tg::manual_seed(1);
-  auto model = std::make_shared<TinyGPT>(V, T, C, NH, L, F);
+  auto model = std::make_shared<bench::TinyGPT>(V, T, C, NH, L, F);
   dist::DistributedDataParallel ddp(
       model, dist::DDPOptions().bucket_bytes(static_cast<int64_t>(bucket_mb * (1 << 20))));
   tg::optim::AdamW opt(model->parameters(), tg::optim::AdamWOptions(3e-4));
