@@ -27,6 +27,10 @@ namespace dist = tg::distributed;
 
 namespace {
 
+// The one-rank run (ctest distributed.mpi_np1) skips the tests that compare ranks; they run
+// in distributed.mpi_np2, mpi_np3 and mpi_np2_tcp_loopback.
+constexpr const char* kNeedsTwoRanks = "needs 2 ranks (runs under distributed.mpi_np2 and mpi_np3)";
+
 struct MLP : nn::Module {
   std::shared_ptr<nn::Linear> fc1, fc2, fc3;
   MLP(int64_t in, int64_t hidden, int64_t out) : Module("MLP") {
@@ -179,7 +183,7 @@ TEST(Distributed, DifferentModelsAreRejectedOnEveryRank) {
   manual_seed(1);
   // Rank 1 builds a wider hidden layer than the others.
   auto model = std::make_shared<MLP>(6, dist::rank() == 1 ? 17 : 16, 3);
-  if (dist::world_size() == 1) GTEST_SKIP() << "needs 2 ranks";
+  if (dist::world_size() == 1) GTEST_SKIP() << kNeedsTwoRanks;
   try {
     dist::DistributedDataParallel ddp(model);
     ADD_FAILURE() << "expected tg::DistributedError";
@@ -194,7 +198,7 @@ TEST(Distributed, DifferentModelsAreRejectedOnEveryRank) {
 TEST(Distributed, DifferentTrainableParametersAreRejected) {
   auto model = make_mlp(0);
   if (dist::rank() == 1) model->fc2->bias.requires_grad_(false);  // frozen on rank 1 only
-  if (dist::world_size() == 1) GTEST_SKIP() << "needs 2 ranks";
+  if (dist::world_size() == 1) GTEST_SKIP() << kNeedsTwoRanks;
   try {
     dist::DistributedDataParallel ddp(model);
     ADD_FAILURE() << "expected tg::DistributedError";
@@ -225,7 +229,7 @@ TEST(Distributed, VerifyStateNamesTheDivergedParameter) {
   auto model = make_mlp(3);
   dist::DistributedDataParallel ddp(model);
   EXPECT_NO_THROW(ddp.verify_state());
-  if (dist::world_size() == 1) GTEST_SKIP() << "needs 2 ranks";
+  if (dist::world_size() == 1) GTEST_SKIP() << kNeedsTwoRanks;
   if (dist::rank() == 1) model->fc2->bias.data()[5] += 1e-6f;  // one float, one ulp or so
   try {
     ddp.verify_state();
