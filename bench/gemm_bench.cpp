@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "../lib/src/gemm.h"
+#include "backend/gemm.h"
 #include "tapegrad/device.h"
 
 namespace {

@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   full.save(tmp);
   put(ck, "seed-file-full", std::string(1, '\2') + slurp(tmp));
   fs::remove(tmp);
-  put(ck, "seed-file-v1-fixture", std::string(1, '\2') + slurp(src / "tests/data/checkpoint/v1.ckpt"));
+  put(ck, "seed-file-v1-fixture", std::string(1, '\2') + slurp(src / "tests/fixtures/checkpoint/v1.ckpt"));
 
   // ---- npz: ours, numpy's (float64, Fortran order, zip64 headers) and a compressed one -----
   const fs::path npz = out / "npz";
@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   put(npz, "seed-shapes", slurp(tmp_npz));
   fs::remove(tmp_npz);
   for (const char* f : {"numpy_savez.npz", "numpy_compressed.npz", "torch_mlp_io.npz"})
-    put(npz, std::string("seed-") + f, slurp(src / "tests/data/checkpoint" / f));
+    put(npz, std::string("seed-") + f, slurp(src / "tests/fixtures/checkpoint" / f));
 
   // ---- words: the first rows of the shipped dataset, and a few odd ones --------------------
   const fs::path words = out / "words", ds = src / "datasets/words";

@@ -1,5 +1,5 @@
 #pragma once
-// Loading the PyTorch reference values committed under tests/data (written by the scripts in
+// Loading the PyTorch reference values committed under tests/fixtures (written by the scripts in
 // tests/reference/), and comparing tensors with them.
 #include <gtest/gtest.h>
 

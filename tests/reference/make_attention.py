@@ -5,7 +5,7 @@ Run from the repository root with the system Python (it has torch and numpy):
 
     /usr/bin/python3 tests/reference/make_attention.py
 
-Each case <name> writes, under tests/data/attention/:
+Each case <name> writes, under tests/fixtures/attention/:
     <name>.query.npy, .key.npy, .value.npy   the inputs (self-attention cases: only .x.npy)
     <name>.attn_mask.npy                      0/1 (bool cases; 1 = masked) or additive values
     <name>.key_padding_mask.npy               0/1, 1 = padding
@@ -32,7 +32,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "attention")
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "attention")
 torch.manual_seed(0)
 torch.set_default_dtype(torch.float32)
 

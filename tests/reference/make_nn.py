@@ -5,7 +5,7 @@ Run from the repository root with the system Python (it has torch and numpy):
 
     /usr/bin/python3 tests/reference/make_nn.py
 
-Each module case <name> writes, under tests/data/nn/:
+Each module case <name> writes, under tests/fixtures/nn/:
     <name>.x.npy              the input (float32), or <name>.ids.npy (int64) for Embedding
     <name>.y.npy              the module's output
     <name>.g.npy              a random upstream gradient, same shape as y
@@ -25,7 +25,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "nn")
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "nn")
 torch.manual_seed(0)
 torch.set_default_dtype(torch.float32)
 

@@ -5,7 +5,7 @@ Run from the repository root with the system Python (it has torch and numpy):
 
     /usr/bin/python3 tests/reference/make_ops.py
 
-Each case <name> writes, under tests/data/ops/:
+Each case <name> writes, under tests/fixtures/ops/:
     <name>.<input>.npy    the inputs (float32; int64 for indices)
     <name>.y.npy          the forward value
     <name>.g.npy          a random upstream gradient, same shape as y
@@ -18,7 +18,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "ops")
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "ops")
 torch.manual_seed(0)
 torch.set_default_dtype(torch.float32)
 

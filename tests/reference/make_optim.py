@@ -6,7 +6,7 @@ Run from the repository root with the system Python (it has torch and numpy):
 
     /usr/bin/python3 tests/reference/make_optim.py
 
-Writes, under tests/data/optim/:
+Writes, under tests/fixtures/optim/:
 
 Optimizer trajectories (tests/test_optim.cpp): each case runs one optimizer configuration on
 two parameters of shapes (3, 4) and (5,) for STEPS steps with a fixed sequence of gradients
@@ -30,7 +30,7 @@ import os
 import numpy as np
 import torch
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "optim")
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "optim")
 STEPS = 7
 SCALES = [1.0, 0.3, 2.0, 0.05, 1.5, 0.7, 0.2]
 torch.set_default_dtype(torch.float32)

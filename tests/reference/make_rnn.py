@@ -5,7 +5,7 @@ Run from the repository root with the system Python (it has torch and numpy):
 
     /usr/bin/python3 tests/reference/make_rnn.py
 
-Each case <name> writes, under tests/data/rnn/:
+Each case <name> writes, under tests/fixtures/rnn/:
     <name>.x.npy              the input
     <name>.h0.npy, .c0.npy    the initial states, when the case passes them
     <name>.y.npy              the output (cells: h'), and .h_n.npy / .c_n.npy (cells: .c.npy)
@@ -27,7 +27,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "rnn")
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "rnn")
 torch.manual_seed(0)
 torch.set_default_dtype(torch.float32)
 

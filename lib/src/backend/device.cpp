@@ -1,0 +1,284 @@
+// Dispatch for the GEMM interface, and the device API (tapegrad/device.h).
+//
+// OpenBLAS always works. cuBLAS lives in an optional plugin, libtapegrad_cuda.so
+// (lib/cuda), which is dlopened on first use, so the core links only libdl. The plugin is
+// looked for, in order:
+//   1. $TAPEGRAD_CUDA_PLUGIN (a file path; if set, nothing else is tried);
+//   2. next to the code of libtapegrad (dladdr): libtapegrad.so's directory, or the
+//      executable's when tapegrad is linked statically;
+//   3. the install libdir (TAPEGRAD_PLUGIN_INSTALL_DIR);
+//   4. the dynamic loader's search path (LD_LIBRARY_PATH, ld.so.cache).
+// If the plugin, the driver or a device is missing, the products run on OpenBLAS and one
+// line goes to stderr. A loaded plugin is never unloaded (the CUDA runtime dislikes it).
+//
+// Auto sends a product to the GPU when 2·M·N·K·batch >= TAPEGRAD_CUDA_MIN_FLOPS (default
+// kDefaultMinFlops); CUDA sends every product. A product that fails on the GPU before its
+// result was written is redone on the CPU, and the GPU is not used again (one log line).
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "plugin_abi.h"  // lib/cuda: the ABI the plugin implements
+#include "backend/gemm.h"
+#include "tapegrad/device.h"
+#include "tapegrad/error.h"
+
+#ifndef TAPEGRAD_PLUGIN_INSTALL_DIR
+#define TAPEGRAD_PLUGIN_INSTALL_DIR ""
+#endif
+
+namespace tg {
+namespace {
+
+/// 2^26 flops (a square product of about 320). A guess made without a GPU: the transfer of
+/// A, B and C over PCIe must be paid for by the GPU's speed. Measure it with
+/// bench/gpu_check.sh, which prints the crossover.
+constexpr double kDefaultMinFlops = 67108864.0;
+constexpr const char* kPluginName = "libtapegrad_cuda.so";
+
+struct Plugin {
+  bool loaded = false;  // dlopen and dlsym succeeded
+  bool ready = false;   // init succeeded
+  std::string info;     // the device on success, the reason on failure
+  tg_cuda_sgemm_fn sgemm = nullptr;
+  tg_cuda_sgemm_strided_batched_fn sgemm_batched = nullptr;
+};
+
+std::mutex g_mu;             // guards everything below except the atomics
+std::once_flag g_once;       // the first use: read TAPEGRAD_DEVICE unless set_device came first
+bool g_explicit = false;     // set_device was called
+bool g_probed = false;       // a probe has run (successfully or not)
+Plugin g_plugin;
+std::atomic<bool> g_on_cuda{false};     // products may go to the GPU
+std::atomic<double> g_min_flops{kDefaultMinFlops};  // 0 in Device::CUDA mode
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string directory_of_this_library() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&tg::set_device), &info) || !info.dli_fname) return "";
+  std::string path = info.dli_fname;
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+/// dlopen `path`; on failure, a reason. The handle is kept forever on success.
+void* open_plugin(const std::string& path, std::string& reason) {
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* err = dlerror();
+    reason = err ? err : ("cannot load " + path);
+  }
+  return h;
+}
+
+/// Load and initialise the plugin (under g_mu). Sets g_plugin.
+void probe_locked() {
+  g_probed = true;
+  if (g_plugin.ready) return;
+  g_plugin = Plugin{};
+  std::string reason;
+  void* h = nullptr;
+  const char* env = std::getenv("TAPEGRAD_CUDA_PLUGIN");
+  if (env && *env) {
+    if (!file_exists(env))
+      reason = std::string("TAPEGRAD_CUDA_PLUGIN=") + env + ": no such file";
+    else
+      h = open_plugin(env, reason);
+  } else {
+    std::string tried;
+    for (const std::string& dir : {directory_of_this_library(),
+                                   std::string(TAPEGRAD_PLUGIN_INSTALL_DIR)}) {
+      if (dir.empty()) continue;
+      const std::string path = dir + "/" + kPluginName;
+      tried += (tried.empty() ? "" : ", ") + dir;
+      if (file_exists(path)) {
+        h = open_plugin(path, reason);
+        break;
+      }
+    }
+    if (!h && reason.empty()) {  // not found in those directories: ask the loader
+      h = dlopen(kPluginName, RTLD_NOW | RTLD_LOCAL);
+      if (!h) {
+        const char* err = dlerror();
+        reason = std::string(kPluginName) + " not found in " + tried +
+                 " or the library path (" + (err ? err : "dlopen failed") + ")";
+      }
+    }
+  }
+  if (!h) {
+    g_plugin.info = reason;
+    return;
+  }
+  auto abi = reinterpret_cast<tg_cuda_abi_version_fn>(dlsym(h, "tg_cuda_abi_version"));
+  auto init = reinterpret_cast<tg_cuda_init_fn>(dlsym(h, "tg_cuda_init"));
+  g_plugin.sgemm = reinterpret_cast<tg_cuda_sgemm_fn>(dlsym(h, "tg_cuda_sgemm"));
+  g_plugin.sgemm_batched = reinterpret_cast<tg_cuda_sgemm_strided_batched_fn>(
+      dlsym(h, "tg_cuda_sgemm_strided_batched"));
+  if (!abi || !init || !g_plugin.sgemm || !g_plugin.sgemm_batched) {
+    g_plugin.info = "the plugin lacks the tg_cuda_* entry points";
+    return;
+  }
+  if (abi() != TG_CUDA_ABI_VERSION) {
+    g_plugin.info = "plugin ABI version " + std::to_string(abi()) + ", expected " +
+                    std::to_string(TG_CUDA_ABI_VERSION);
+    return;
+  }
+  g_plugin.loaded = true;
+  char msg[256] = {0};
+  g_plugin.ready = init(msg, sizeof msg) == 0;
+  g_plugin.info = msg;
+}
+
+double min_flops_from_env() {
+  const char* env = std::getenv("TAPEGRAD_CUDA_MIN_FLOPS");
+  if (!env || !*env) return kDefaultMinFlops;
+  char* end = nullptr;
+  const double v = std::strtod(env, &end);
+  if (end == env || *end != '\0' || !(v >= 0))
+    throw ValueError(std::string("TAPEGRAD_CUDA_MIN_FLOPS: expected a number >= 0, got '") +
+                     env + "'");
+  return v;
+}
+
+/// Apply a requested device (under g_mu): probe when CUDA is wanted, log a fallback.
+void resolve_locked(Device d) {
+  if (d == Device::CPU) {
+    g_on_cuda = false;
+    return;
+  }
+  const double min_flops = d == Device::CUDA ? 0.0 : min_flops_from_env();
+  if (!g_plugin.ready) probe_locked();
+  if (g_plugin.ready) {
+    g_min_flops = min_flops;
+    g_on_cuda = true;
+  } else {
+    g_on_cuda = false;
+    std::fprintf(stderr, "tapegrad: CUDA unavailable (%s); using OpenBLAS\n",
+                 g_plugin.info.c_str());
+  }
+}
+
+Device device_from_env() {
+  const char* env = std::getenv("TAPEGRAD_DEVICE");
+  const std::string v = env ? env : "";
+  if (v.empty() || v == "auto") return Device::Auto;
+  if (v == "cpu") return Device::CPU;
+  if (v == "cuda") return Device::CUDA;
+  throw ValueError("TAPEGRAD_DEVICE: expected cpu, cuda or auto, got '" + v + "'");
+}
+
+void ensure_init() {
+  std::call_once(g_once, [] {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!g_explicit) resolve_locked(device_from_env());
+  });
+}
+
+/// A GPU failure: log once, stop using the GPU. Throws if C was already clobbered.
+void gpu_failed(int code, const char* msg) {
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_on_cuda.exchange(false))
+      std::fprintf(stderr, "tapegrad: CUDA gemm failed (%s); using OpenBLAS\n", msg);
+  }
+  if (code == TG_CUDA_E_CLOBBERED)
+    throw Error(std::string("gemm: CUDA failed while writing the result back: ") + msg);
+}
+
+bool use_gpu(int64_t M, int64_t N, int64_t K, int64_t batch) {
+  if (M == 0 || N == 0 || K == 0 || batch == 0) return false;
+  ensure_init();
+  if (!g_on_cuda.load(std::memory_order_acquire)) return false;
+  return 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) *
+             static_cast<double>(batch) >=
+         g_min_flops.load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+// ---- the device API ----------------------------------------------------------------
+
+void set_device(Device device) {
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_explicit = true;
+    resolve_locked(device);
+  }
+  ensure_init();  // marks the first use as done; TAPEGRAD_DEVICE is ignored from now on
+}
+
+Device current_device() {
+  ensure_init();
+  return g_on_cuda ? Device::CUDA : Device::CPU;
+}
+
+bool cuda_available() {
+  ensure_init();
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_probed) probe_locked();
+  return g_plugin.ready;
+}
+
+std::string device_status() {
+  ensure_init();
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_on_cuda) return "cuda: " + g_plugin.info;
+  if (g_probed && !g_plugin.ready) return "cpu (CUDA unavailable: " + g_plugin.info + ")";
+  return "cpu";
+}
+
+void set_num_threads(int n) {
+  if (n < 1) throw ValueError("set_num_threads: expected n >= 1, got " + std::to_string(n));
+  gemm::cpu_set_num_threads(n);
+}
+
+int get_num_threads() { return gemm::cpu_get_num_threads(); }
+
+// ---- the GEMM interface --------------------------------------------------------------
+
+namespace gemm {
+
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+          const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+          int64_t ldc) {
+  if (use_gpu(M, N, K, 1)) {
+    char msg[256] = {0};
+    const int rc = g_plugin.sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                                  ldc, msg, sizeof msg);
+    if (rc == 0) return;
+    gpu_failed(rc, msg);
+  }
+  cpu_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void gemm_strided_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                          float alpha, const float* A, int64_t lda, int64_t stride_a,
+                          const float* B, int64_t ldb, int64_t stride_b, float beta, float* C,
+                          int64_t ldc, int64_t stride_c, int64_t batch) {
+  // cuBLAS runs the batch in parallel, so the outputs must not overlap (the CPU loop
+  // below would accumulate into a shared C in order; keep that case on the CPU).
+  const bool disjoint = batch == 1 || (stride_c >= (M - 1) * ldc + N && stride_a >= 0 &&
+                                       stride_b >= 0);
+  if (disjoint && use_gpu(M, N, K, batch)) {
+    char msg[256] = {0};
+    const int rc = g_plugin.sgemm_batched(trans_a, trans_b, M, N, K, alpha, A, lda, stride_a,
+                                          B, ldb, stride_b, beta, C, ldc, stride_c, batch, msg,
+                                          sizeof msg);
+    if (rc == 0) return;
+    gpu_failed(rc, msg);
+  }
+  cpu_gemm_strided_batched(trans_a, trans_b, M, N, K, alpha, A, lda, stride_a, B, ldb,
+                           stride_b, beta, C, ldc, stride_c, batch);
+}
+
+}  // namespace gemm
+}  // namespace tg

@@ -1,0 +1,43 @@
+// Shapes: conversions between tapegrad's and xtensor's spelling, and the checks on them.
+#include "core/shape.h"
+
+#include <string>
+
+#include "tapegrad/error.h"
+
+namespace tg {
+namespace detail {
+
+Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
+
+std::vector<size_t> to_xshape(const Shape& s) { return std::vector<size_t>(s.begin(), s.end()); }
+
+int64_t numel_of(const Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+void check_shape(const Shape& shape, const char* what) {
+  uint64_t product = 1;  // of the nonzero dims: past 2^62 the strides would overflow
+  for (auto d : shape) {
+    if (d < 0)
+      throw ShapeError(std::string(what) + ": negative dimension in shape " + to_string(shape));
+    if (d == 0) continue;
+    if (product > (uint64_t(1) << 62) / uint64_t(d))
+      throw ShapeError(std::string(what) + ": shape " + to_string(shape) + " has too many elements");
+    product *= uint64_t(d);
+  }
+}
+
+size_t norm_axis(int64_t axis, size_t rank, const char* op) {
+  const int64_t r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r || (r == 0 && axis != 0 && axis != -1))
+    throw IndexError(std::string(op) + ": dimension " + std::to_string(axis) +
+                     " out of range for a tensor of rank " + std::to_string(rank) +
+                     " (expected [" + std::to_string(-r) + ", " + std::to_string(r - 1) + "])");
+  return static_cast<size_t>(axis < 0 ? axis + r : axis);
+}
+
+}  // namespace detail
+}  // namespace tg

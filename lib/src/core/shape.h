@@ -1,0 +1,25 @@
+#pragma once
+// Library-internal, the core layer: shapes as tapegrad and xtensor spell them, and the checks
+// every layer above makes on them. Not installed.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "tapegrad/tensor.h"
+#include "tapegrad/xtensor.h"
+
+namespace tg {
+namespace detail {
+
+Shape shape_of(const Array& a);
+std::vector<size_t> to_xshape(const Shape& s);
+/// The product of the dims (the caller has checked the shape with check_shape).
+int64_t numel_of(const Shape& s);
+/// Throws ShapeError naming `what` for a negative dim, or when the nonzero dims multiply past
+/// 2^62 (where xtensor's strides would overflow).
+void check_shape(const Shape& shape, const char* what);
+/// Maps a possibly negative axis into [0, rank); throws IndexError naming the op.
+size_t norm_axis(int64_t axis, size_t rank, const char* op);
+
+}  // namespace detail
+}  // namespace tg

@@ -1,0 +1,151 @@
+// Whole-file reads, atomic writes, and the validate-then-apply load of a module's state.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "io/checkpoint_internal.h"
+
+namespace tg {
+namespace detail {
+
+namespace {
+std::atomic<int64_t> g_fail_after{-1};
+
+std::string errno_text() { return std::strerror(errno); }
+
+void fsync_parent_dir(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;  // the rename is done; a folder we cannot open cannot be synced
+  ::fsync(fd);         // some filesystems refuse (EINVAL); the data itself is already synced
+  ::close(fd);
+}
+}  // namespace
+
+void fail_next_write_after(int64_t bytes) { g_fail_after.store(bytes); }
+
+std::string read_file(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer; it changes nothing for the
+  // regular files read below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw IOError("cannot open '" + path + "': " + errno_text());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const bool dir = S_ISDIR(st.st_mode);
+    ::close(fd);
+    throw IOError("'" + path + "' is " + (dir ? "a directory" : "not a regular file") +
+                  ", expected a file");
+  }
+  std::string out(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::read(fd, &out[done], out.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string why = errno_text();
+      ::close(fd);
+      throw IOError("cannot read '" + path + "': " + why);
+    }
+    if (n == 0) break;  // the file shrank while we read it: keep what is there
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  out.resize(done);
+  return out;
+}
+
+void write_file_atomic(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw IOError("cannot save '" + path + "': cannot create '" + tmp + "': " + errno_text());
+  const int64_t fail_after = g_fail_after.exchange(-1);
+  try {
+    size_t done = 0;
+    while (done < bytes.size()) {
+      size_t chunk = std::min<size_t>(bytes.size() - done, size_t(1) << 20);
+      if (fail_after >= 0 && done + chunk > static_cast<size_t>(fail_after)) {
+        chunk = static_cast<size_t>(fail_after) - done;
+        if (chunk == 0)
+          throw IOError("cannot save '" + path + "': injected failure after " +
+                        std::to_string(done) + " bytes");
+      }
+      const ssize_t n = ::write(fd, bytes.data() + done, chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw IOError("cannot write '" + tmp + "': " + errno_text());
+      done += static_cast<size_t>(n);
+    }
+    if (::fsync(fd) != 0) throw IOError("cannot sync '" + tmp + "': " + errno_text());
+    const int rc = ::close(fd);
+    fd = -1;
+    if (rc != 0) throw IOError("cannot close '" + tmp + "': " + errno_text());
+    if (::rename(tmp.c_str(), path.c_str()) != 0)
+      throw IOError("cannot rename '" + tmp + "' to '" + path + "': " + errno_text());
+  } catch (...) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  fsync_parent_dir(path);
+}
+
+LoadPlan plan_load(const nn::Module& module, const NamedTensors& entries,
+                   const LoadOptions& options, const std::string& source) {
+  std::map<std::string, const Tensor*> file;
+  for (const auto& [name, t] : entries) {
+    if (!t.defined()) throw CheckpointError(source + ": entry '" + name + "' is undefined");
+    if (!file.emplace(name, &t).second)
+      throw CheckpointError(source + ": entry '" + name + "' appears twice");
+  }
+  LoadPlan plan;
+  std::string problems;
+  int n_problems = 0;
+  std::map<std::string, bool> in_module;
+  for (const auto& [name, dst] : module.named_state()) {
+    in_module[name] = true;
+    auto it = file.find(name);
+    if (it == file.end()) {
+      plan.report.missing.push_back(name);
+      problems += "\n  missing    " + name + ": the model has " + to_string(dst.shape()) +
+                  ", the file has no such entry";
+      ++n_problems;
+    } else if (it->second->shape() != dst.shape()) {
+      plan.report.mismatched.push_back({name, dst.shape(), it->second->shape()});
+      problems += "\n  shape      " + name + ": the model has " + to_string(dst.shape()) +
+                  ", the file has " + to_string(it->second->shape());
+      ++n_problems;
+    } else {
+      plan.report.loaded.push_back(name);
+      plan.copies.emplace_back(dst, *it->second);
+    }
+  }
+  for (const auto& [name, t] : entries)
+    if (!in_module.count(name)) {
+      plan.report.unexpected.push_back(name);
+      problems += "\n  unexpected " + name + ": the file has " + to_string(t.shape()) +
+                  ", the model has no such parameter or buffer";
+      ++n_problems;
+    }
+  if (options.strict_ && n_problems > 0)
+    throw CheckpointError(source + ": " + std::to_string(n_problems) +
+                          (n_problems == 1 ? " entry does" : " entries do") + " not fit the " +
+                          module.type_name() + " (nothing was loaded):" + problems);
+  return plan;
+}
+
+void apply_load(const LoadPlan& plan) noexcept {
+  for (const auto& [dst, src] : plan.copies)
+    if (src.numel() > 0)  // an empty tensor's data pointer may be null
+      std::memcpy(dst.data_ptr(), src.data_ptr(), sizeof(float) * static_cast<size_t>(src.numel()));
+}
+
+}  // namespace detail
+
+}  // namespace tg

@@ -1,0 +1,231 @@
+// MultiheadAttention, FeedForward and the pre-LN TransformerBlock.
+//
+// Legend: B = batch, Tq = queries, Tk = keys, C = embed_dim, H = heads, Dh = C / H, F = d_ff.
+//
+// Attention runs the fused kernel (ops_attention.cpp) straight on the (B, T, C) projections:
+// head h of batch b is the (T, Dh) block at column h·Dh with rows C apart, so heads are never
+// permuted out and back, and the result lands in (B, Tq, C) ready for out_proj.
+#include "tapegrad/nn/attention.h"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "ops/attention.h"
+#include "tapegrad/autograd.h"
+#include "tapegrad/nn/init.h"
+
+namespace tg {
+namespace nn {
+
+namespace {
+
+std::string fmt(float v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+bool broadcasts_to(const Shape& s, const Shape& target) {
+  if (s.size() != target.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] != target[i] && s[i] != 1) return false;
+  return true;
+}
+
+// A mask as additive values: a boolean one becomes 0 (kept) / -inf (masked).
+Tensor as_additive(const AttnMask& m) {
+  if (!m.is_boolean()) return m.values;
+  return masked_fill(zeros(m.values.shape()), m.values, -std::numeric_limits<float>::infinity());
+}
+
+
+}  // namespace
+
+// ---- MultiheadAttention ----------------------------------------------------------------------
+
+MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& o)
+    : Module("MultiheadAttention"), options(o) {
+  if (o.embed_dim_ <= 0 || o.num_heads_ <= 0)
+    value_error("embed_dim and num_heads must be positive, got embed_dim=" +
+                std::to_string(o.embed_dim_) + ", num_heads=" + std::to_string(o.num_heads_));
+  if (o.embed_dim_ % o.num_heads_ != 0)
+    value_error("embed_dim (" + std::to_string(o.embed_dim_) + ") must be divisible by num_heads (" +
+                std::to_string(o.num_heads_) + ")");
+  if (!(o.dropout_ >= 0.0f && o.dropout_ <= 1.0f))
+    value_error("dropout must be in [0, 1], got " + fmt(o.dropout_));
+  head_dim = o.embed_dim_ / o.num_heads_;
+  const int64_t C = o.embed_dim_;
+  q_proj = register_module("q_proj", std::make_shared<Linear>(LinearOptions(C, C).bias(o.bias_)));
+  k_proj = register_module("k_proj", std::make_shared<Linear>(LinearOptions(C, C).bias(o.bias_)));
+  v_proj = register_module("v_proj", std::make_shared<Linear>(LinearOptions(C, C).bias(o.bias_)));
+  out_proj = register_module("out_proj", std::make_shared<Linear>(LinearOptions(C, C).bias(o.bias_)));
+  reset_parameters();
+}
+
+void MultiheadAttention::reset_parameters() {
+  // Xavier-uniform over the packed (3C, C) in_proj_weight: fan_in = C, fan_out = 3C.
+  const float C = static_cast<float>(options.embed_dim_);
+  const float bound = std::sqrt(6.0f / (C + 3.0f * C));
+  for (const auto& p : {q_proj, k_proj, v_proj}) {
+    init::uniform_(p->weight, -bound, bound);
+    if (p->bias.defined()) init::zeros_(p->bias);
+  }
+  out_proj->reset_parameters();
+}
+
+AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& key,
+                                            const Tensor& value, const AttentionForwardOptions& o) {
+  const ModuleScope scope(*this);  // names this module in anomaly reports
+  if (!query.defined() || !key.defined() || !value.defined())
+    value_error("query, key and value must be defined");
+  const Shape qs = query.shape(), ks = key.shape(), vs = value.shape();
+  const int64_t C = options.embed_dim_, H = options.num_heads_;
+  const std::string all = "query " + to_string(qs) + ", key " + to_string(ks) + ", value " + to_string(vs);
+  if (qs.size() != 3 || ks.size() != 3 || vs.size() != 3)
+    shape_error("query, key and value must be 3-D (B, T, C) (batch first), got " + all);
+  if (qs[2] != C || ks[2] != C || vs[2] != C)
+    shape_error("query, key and value last dim must be embed_dim " + std::to_string(C) + ", got " + all);
+  if (ks[0] != qs[0] || vs[0] != qs[0])
+    shape_error("query, key and value must have the same batch size, got " + all);
+  if (vs[1] != ks[1]) shape_error("key and value must have the same length, got " + all);
+  const int64_t B = qs[0], Tq = qs[1], Tk = ks[1];
+  if (B == 0 || Tq == 0 || Tk == 0) shape_error("empty inputs are not supported, got " + all);
+
+  // Masks, checked here so errors name this module, then merged into one for the kernel.
+  AttnMask mask;
+  if (o.attn_mask_.defined()) {
+    Tensor m = o.attn_mask_.values;
+    const Shape ms = m.shape();
+    const bool ok = (ms.size() == 2 && broadcasts_to(ms, {Tq, Tk})) ||
+                    (ms.size() == 3 && ms == Shape{B * H, Tq, Tk}) ||
+                    (ms.size() == 4 && broadcasts_to(ms, {B, H, Tq, Tk}));
+    if (!ok)
+      shape_error("attn_mask shape " + to_string(ms) + ", expected (Tq, Tk) = " + to_string({Tq, Tk}) +
+                  ", (B·H, Tq, Tk) = " + to_string({B * H, Tq, Tk}) + " or 4-D broadcast to " +
+                  to_string({B, H, Tq, Tk}));
+    if (ms.size() == 3) m = reshape(m, {B, H, Tq, Tk});
+    mask = o.attn_mask_.is_boolean() ? AttnMask::boolean(m) : AttnMask::additive(m);
+  }
+  if (o.key_padding_mask_.defined()) {
+    const Shape ms = o.key_padding_mask_.values.shape();
+    if (ms != Shape{B, Tk})
+      shape_error("key_padding_mask shape " + to_string(ms) + ", expected (B, Tk) = " + to_string({B, Tk}));
+    const Tensor m = reshape(o.key_padding_mask_.values, {B, 1, 1, Tk});
+    const AttnMask kp = o.key_padding_mask_.is_boolean() ? AttnMask::boolean(m) : AttnMask::additive(m);
+    mask = mask.defined() ? AttnMask::additive(as_additive(mask) + as_additive(kp)) : kp;
+  }
+
+  const Tensor q = q_proj->forward(query), k = k_proj->forward(key), v = v_proj->forward(value);
+  detail::AttentionShape s;
+  s.op = "multihead_attention";
+  s.B = B;
+  s.H = H;
+  s.Tq = Tq;
+  s.Tk = Tk;
+  s.D = s.Dv = head_dim;
+  s.q = {Tq * C, head_dim, C};  // (B, Tq, C): head h at column h·Dh
+  s.k = {Tk * C, head_dim, C};
+  s.v = {Tk * C, head_dim, C};
+  s.out = {Tq * C, head_dim, C};
+  s.out_shape = {B, Tq, C};
+  s.lead = {B, H};
+  AttentionOutput result;
+  const Tensor heads = detail::attention(s, q, k, v, mask, o.causal_, options.dropout_, is_training(),
+                                         o.need_weights_ ? &result.weights : nullptr);
+  result.output = out_proj->forward(heads);
+  return result;
+}
+
+std::string MultiheadAttention::extra_repr() const {
+  return "embed_dim=" + std::to_string(options.embed_dim_) + ", num_heads=" +
+         std::to_string(options.num_heads_) + ", bias=" + (options.bias_ ? "true" : "false") +
+         ", dropout=" + fmt(options.dropout_);
+}
+
+std::string MultiheadAttention::signature() const {
+  return std::to_string(options.embed_dim_) + ", " + std::to_string(options.num_heads_) + " heads";
+}
+
+// ---- FeedForward -----------------------------------------------------------------------------
+
+FeedForward::FeedForward(const FeedForwardOptions& o) : UnaryModule("FeedForward"), options(o) {
+  if (o.d_model_ <= 0 || o.d_ff_ <= 0)
+    value_error("d_model and d_ff must be positive, got d_model=" + std::to_string(o.d_model_) +
+                ", d_ff=" + std::to_string(o.d_ff_));
+  if (o.activation_ != "gelu" && o.activation_ != "relu")
+    value_error("activation must be \"gelu\" or \"relu\", got \"" + o.activation_ + "\"");
+  if (!(o.dropout_ >= 0.0f && o.dropout_ <= 1.0f))
+    value_error("dropout must be in [0, 1], got " + fmt(o.dropout_));
+  fc1 = register_module("fc1", std::make_shared<Linear>(o.d_model_, o.d_ff_));
+  fc2 = register_module("fc2", std::make_shared<Linear>(o.d_ff_, o.d_model_));
+}
+
+Tensor FeedForward::forward(const Tensor& x) {
+  const ModuleScope scope(*this);  // names this module in anomaly reports
+  Tensor h = fc1->forward(x);
+  h = options.activation_ == "gelu" ? gelu(h) : relu(h);
+  return fc2->forward(dropout(h, options.dropout_, is_training()));
+}
+
+std::string FeedForward::extra_repr() const {
+  return "d_model=" + std::to_string(options.d_model_) + ", d_ff=" + std::to_string(options.d_ff_) +
+         ", activation=" + options.activation_ + ", dropout=" + fmt(options.dropout_);
+}
+
+std::string FeedForward::signature() const {
+  return std::to_string(options.d_model_) + "→" + std::to_string(options.d_ff_) + "→" +
+         std::to_string(options.d_model_);
+}
+
+// ---- TransformerBlock ------------------------------------------------------------------------
+
+TransformerBlock::TransformerBlock(const TransformerBlockOptions& o)
+    : UnaryModule("TransformerBlock"), options(o) {
+  // Checked here too, so that the error names this block rather than an unattached submodule.
+  if (o.d_model_ <= 0 || o.num_heads_ <= 0 || o.d_model_ % o.num_heads_ != 0)
+    value_error("d_model (" + std::to_string(o.d_model_) + ") must be a positive multiple of num_heads (" +
+                std::to_string(o.num_heads_) + ")");
+  if (!(o.dropout_ >= 0.0f && o.dropout_ <= 1.0f))
+    value_error("dropout must be in [0, 1], got " + fmt(o.dropout_));
+  ln1 = register_module("ln1", std::make_shared<LayerNorm>(LayerNormOptions({o.d_model_}).eps(o.layer_norm_eps_)));
+  attn = register_module("attn", std::make_shared<MultiheadAttention>(
+                                     MultiheadAttentionOptions(o.d_model_, o.num_heads_)
+                                         .bias(o.bias_)
+                                         .dropout(o.dropout_)));
+  ln2 = register_module("ln2", std::make_shared<LayerNorm>(LayerNormOptions({o.d_model_}).eps(o.layer_norm_eps_)));
+  ffn = register_module("ffn", std::make_shared<FeedForward>(
+                                   FeedForwardOptions(o.d_model_, o.d_ff_)
+                                       .activation(o.activation_)
+                                       .dropout(o.dropout_)));
+}
+
+Tensor TransformerBlock::forward(const Tensor& x) { return forward(x, AttentionForwardOptions()); }
+
+Tensor TransformerBlock::forward(const Tensor& x, const AttentionForwardOptions& attention) {
+  const ModuleScope scope(*this);  // names this module in anomaly reports
+  if (!x.defined()) value_error("input is undefined");
+  const Shape s = x.shape();
+  if (s.size() != 3 || s[2] != options.d_model_)
+    shape_error("input must be (B, T, " + std::to_string(options.d_model_) + "), got " + to_string(s));
+  AttentionForwardOptions o = attention;
+  o.need_weights_ = false;
+  const bool train = is_training();
+  const Tensor h = ln1->forward(x);
+  Tensor y = x + dropout(attn->forward(h, h, h, o).output, options.dropout_, train);
+  return y + dropout(ffn->forward(ln2->forward(y)), options.dropout_, train);
+}
+
+std::string TransformerBlock::extra_repr() const {
+  return "d_model=" + std::to_string(options.d_model_) + ", num_heads=" +
+         std::to_string(options.num_heads_) + ", d_ff=" + std::to_string(options.d_ff_) +
+         ", activation=" + options.activation_ + ", dropout=" + fmt(options.dropout_);
+}
+
+std::string TransformerBlock::signature() const {
+  return std::to_string(options.d_model_) + ", " + std::to_string(options.num_heads_) + " heads, d_ff " +
+         std::to_string(options.d_ff_);
+}
+
+}  // namespace nn
+}  // namespace tg

@@ -1,0 +1,253 @@
+// Scaled-dot-product attention as one fused op: scores, mask, softmax, dropout and the
+// weighted sum of values in one forward, and one backward closure. Every product is a GEMM
+// with transpose flags on the operands where they lie (no transposed copies); the operand
+// layouts are strided (attention.h), so multi-head attention runs on its (B, T, H·Dh)
+// projections directly.
+//
+// Legend: B = batch, H = heads, N = B·H, Tq = queries, Tk = keys, D = head dim,
+// Dv = value head dim. S = scores, P = softmax weights, Pd = P after dropout.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <xtensor/xmath.hpp>
+#include <xtensor/xnoalias.hpp>
+
+#include "ops/attention.h"
+#include "backend/gemm.h"
+#include "ops/lane_sum.h"
+#include "tapegrad/random.h"
+
+namespace tg {
+namespace detail {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// C(b, h) = alpha · op(A(b, h)) · op(B(b, h)) for every batch b and head h.
+void batched_gemm(int64_t nb, int64_t nh, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                  float alpha, const float* A, const HeadLayout& la, const float* Bm,
+                  const HeadLayout& lb, float* C, const HeadLayout& lc) {
+  for (int64_t b = 0; b < nb; ++b)
+    gemm::gemm_strided_batched(ta, tb, M, N, K, alpha, A + b * la.sb, la.ld, la.sh,
+                               Bm + b * lb.sb, lb.ld, lb.sh, 0.0f, C + b * lc.sb, lc.ld, lc.sh,
+                               nh);
+}
+
+// Where the mask lives for each of the N score matrices, and its strides along Tq and Tk
+// (0 where it broadcasts).
+struct MaskIndex {
+  std::vector<int64_t> offset;  // per flat batch n
+  int64_t sq = 0, sk = 0;
+};
+
+MaskIndex index_mask(const Shape& ms, const Shape& full, const char* op) {
+  const size_t r = full.size();
+  bool ok = ms.size() <= r;
+  std::vector<int64_t> stride(r, 0);
+  if (ok) {
+    int64_t st = 1;
+    for (size_t i = ms.size(); i-- > 0;) {
+      const int64_t d = ms[i], want = full[r - ms.size() + i];
+      if (d != want && d != 1) ok = false;
+      stride[r - ms.size() + i] = d == 1 ? 0 : st;
+      st *= d;
+    }
+  }
+  if (!ok)
+    shape_error(op, "attn_mask of shape " + to_string(ms) + " does not broadcast to the scores' shape " +
+                        to_string(full) + " (..., Tq, Tk)");
+  MaskIndex mi;
+  mi.sq = stride[r - 2];
+  mi.sk = stride[r - 1];
+  const size_t nl = r - 2;
+  const int64_t count = numel_of(Shape(full.begin(), full.end() - 2));
+  mi.offset.resize(static_cast<size_t>(count));
+  std::vector<int64_t> idx(nl, 0);
+  int64_t cur = 0;
+  for (int64_t n = 0; n < count; ++n) {
+    mi.offset[static_cast<size_t>(n)] = cur;
+    for (size_t i = nl; i-- > 0;) {  // odometer over the leading dims
+      if (++idx[i] < full[i]) {
+        cur += stride[i];
+        break;
+      }
+      cur -= stride[i] * (full[i] - 1);
+      idx[i] = 0;
+    }
+  }
+  return mi;
+}
+
+}  // namespace
+
+// S = (Q Kᵀ)/√D + mask,  P = softmax(S) (row of -inf only: P = 0),  Pd = P ⊙ M/(1-p),  O = Pd V
+//   dV = Pdᵀ G,  dP = (G Vᵀ) ⊙ M/(1-p),  dS = P ⊙ (dP - Σ_j dP ⊙ P),
+//   dQ = dS K/√D,  dK = dSᵀ Q/√D,  dmask = dS
+Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, const Tensor& v,
+                 const AttnMask& mask, bool is_causal, float dropout_p, bool training,
+                 Tensor* weights) {
+  if (!(dropout_p >= 0.0f && dropout_p <= 1.0f))
+    throw ValueError(std::string(s.op) + ": dropout_p must be in [0, 1], got " +
+                     std::to_string(dropout_p));
+  const int64_t N = s.B * s.H, Tq = s.Tq, Tk = s.Tk;
+  Shape full = s.lead;
+  full.push_back(Tq);
+  full.push_back(Tk);
+  MaskIndex mi;
+  const float* pm = nullptr;
+  if (mask.defined()) {
+    mi = index_mask(mask.values.shape(), full, s.op);
+    pm = val(mask.values).data();
+  }
+  const bool boolean = mask.is_boolean();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.D));
+  const HeadLayout lp{s.H * Tq * Tk, Tq * Tk, Tk};  // P, dS: (B, H, Tq, Tk) contiguous
+
+  auto P = std::make_shared<Array>(Array::from_shape(to_xshape(full)));
+  float* p = P->data();
+  batched_gemm(s.B, s.H, false, true, Tq, Tk, s.D, scale, val(q).data(), s.q, val(k).data(), s.k,
+               p, lp);
+  // Softmax in three sweeps, so that exp runs vectorized over the whole of S at once:
+  // masked scores and the row maximum (each row then holds S - max, -inf where masked),
+  // exp (masked -> 0; a row whose keys are all masked becomes a defined zero row instead
+  // of 0/0), and each row's normalisation.
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t i = 0; i < Tq; ++i) {
+      float* row = p + (n * Tq + i) * Tk;
+      const float* m = pm ? pm + mi.offset[static_cast<size_t>(n)] + i * mi.sq : nullptr;
+      const int64_t end = is_causal ? std::min(Tk, i + 1) : Tk;  // keys j > i are masked
+      float mx = kNegInf;
+      for (int64_t j = 0; j < end; ++j) {
+        float x = row[j];
+        if (m) {
+          const float mv = m[j * mi.sk];
+          x = boolean ? (mv != 0.0f ? kNegInf : x) : x + mv;
+        }
+        row[j] = x;
+        mx = std::max(mx, x);
+      }
+      if (mx == kNegInf) mx = 0.0f;  // all masked: the row stays -inf
+      for (int64_t j = 0; j < end; ++j) row[j] -= mx;
+      std::fill(row + end, row + Tk, kNegInf);
+    }
+  xt::noalias(*P) = xt::exp(*P);
+  for (int64_t r = 0; r < N * Tq; ++r) {
+    float* row = p + r * Tk;
+    const double z = lane_sum(static_cast<size_t>(Tk), [&](size_t j) { return row[j]; });
+    if (z == 0) continue;  // all masked
+    const float inv = static_cast<float>(1.0 / z);
+    for (int64_t j = 0; j < Tk; ++j) row[j] *= inv;
+  }
+
+  std::shared_ptr<Array> keep;  // M/(1-p) per weight, when dropout is active
+  Array dropped;                // Pd
+  const float* pd = p;
+  if (training && dropout_p > 0.0f) {
+    keep = std::make_shared<Array>(Array::from_shape(P->shape()));
+    const float kept = dropout_p == 1.0f ? 0.0f : 1.0f / (1.0f - dropout_p);
+    auto& gen = default_generator();
+    for (auto& x : *keep) x = gen.uniform() >= dropout_p ? kept : 0.0f;
+    dropped = *P * *keep;
+    pd = dropped.data();
+  }
+
+  Array out = Array::from_shape(to_xshape(s.out_shape));
+  batched_gemm(s.B, s.H, false, false, Tq, s.Dv, Tk, 1.0f, pd, lp, val(v).data(), s.v,
+               out.data(), s.out);
+  if (weights) *weights = make_leaf(keep ? std::move(dropped) : Array(*P));
+
+  auto sq = saved(q), sk = saved(k), sv = saved(v);
+  const Tensor mask_input = mask.defined() && !boolean ? mask.values : Tensor();
+  return record(s.op, std::move(out), {q, k, v, mask_input},
+                [s, sq, sk, sv, P, keep, lp, full, scale](BackwardContext& ctx) {
+                  const int64_t N = s.B * s.H, Tq = s.Tq, Tk = s.Tk;
+                  const float* g = ctx.grad.data();
+                  if (ctx.needs(2)) {
+                    Array pd_buf;
+                    const float* pd = P->data();
+                    if (keep) {
+                      pd_buf = *P * *keep;
+                      pd = pd_buf.data();
+                    }
+                    Array dv = Array::from_shape(sv->shape());
+                    batched_gemm(s.B, s.H, true, false, Tk, s.Dv, Tq, 1.0f, pd, lp, g, s.out,
+                                 dv.data(), s.v);
+                    ctx.give(2, std::move(dv));
+                  }
+                  if (!(ctx.needs(0) || ctx.needs(1) || ctx.needs(3))) return;
+                  Array ds = Array::from_shape(to_xshape(full));
+                  float* d = ds.data();
+                  batched_gemm(s.B, s.H, false, true, Tq, Tk, s.Dv, 1.0f, g, s.out, sv->data(),
+                               s.v, d, lp);
+                  const float* p = P->data();
+                  const float* kp = keep ? keep->data() : nullptr;
+                  for (int64_t r = 0; r < N * Tq; ++r) {
+                    float* dr = d + r * Tk;
+                    const float* pr = p + r * Tk;
+                    if (kp)
+                      for (int64_t j = 0; j < Tk; ++j) dr[j] *= kp[r * Tk + j];
+                    const float dot = static_cast<float>(lane_sum(
+                        static_cast<size_t>(Tk), [&](size_t j) { return dr[j] * pr[j]; }));
+                    for (int64_t j = 0; j < Tk; ++j) dr[j] = pr[j] * (dr[j] - dot);
+                  }
+                  if (ctx.needs(0)) {
+                    Array dq = Array::from_shape(sq->shape());
+                    batched_gemm(s.B, s.H, false, false, Tq, s.D, Tk, scale, d, lp, sk->data(),
+                                 s.k, dq.data(), s.q);
+                    ctx.give(0, std::move(dq));
+                  }
+                  if (ctx.needs(1)) {
+                    Array dk = Array::from_shape(sk->shape());
+                    batched_gemm(s.B, s.H, true, false, Tk, s.D, Tq, scale, d, lp, sq->data(),
+                                 s.q, dk.data(), s.k);
+                    ctx.give(1, std::move(dk));
+                  }
+                  if (ctx.needs(3)) ctx.give(3, std::move(ds));
+                });
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const AttnMask& attn_mask, bool is_causal, float dropout_p,
+                                    bool training, Tensor* weights) {
+  const char* op = "scaled_dot_product_attention";
+  if (!q.defined() || !k.defined() || !v.defined())
+    throw ValueError(std::string(op) + ": query, key and value must be defined");
+  const Shape qs = q.shape(), ks = k.shape(), vs = v.shape();
+  const std::string all = "query " + to_string(qs) + ", key " + to_string(ks) + ", value " + to_string(vs);
+  if (qs.size() < 2 || ks.size() != qs.size() || vs.size() != qs.size())
+    shape_error(op, "query, key and value must have the same rank >= 2 (..., T, D), got " + all);
+  const Shape lead(qs.begin(), qs.end() - 2);
+  if (Shape(ks.begin(), ks.end() - 2) != lead || Shape(vs.begin(), vs.end() - 2) != lead)
+    shape_error(op, "query, key and value must have the same leading dims, got " + all);
+  AttentionShape s;
+  s.op = op;
+  s.Tq = qs[qs.size() - 2];
+  s.Tk = ks[ks.size() - 2];
+  s.D = qs.back();
+  s.Dv = vs.back();
+  if (ks.back() != s.D)
+    shape_error(op, "key last dim " + std::to_string(ks.back()) + " must equal query last dim " +
+                        std::to_string(s.D) + ", got " + all);
+  if (vs[vs.size() - 2] != s.Tk)
+    shape_error(op, "value must have as many rows as key (" + std::to_string(s.Tk) + "), got " + all);
+  if (numel_of(qs) == 0 || numel_of(ks) == 0 || numel_of(vs) == 0)
+    shape_error(op, "empty inputs are not supported, got " + all);
+  s.H = numel_of(lead);  // one flat run of matrices
+  s.q = {0, s.Tq * s.D, s.D};
+  s.k = {0, s.Tk * s.D, s.D};
+  s.v = {0, s.Tk * s.Dv, s.Dv};
+  s.out = {0, s.Tq * s.Dv, s.Dv};
+  s.out_shape = lead;
+  s.out_shape.push_back(s.Tq);
+  s.out_shape.push_back(s.Dv);
+  s.lead = lead;
+  return attention(s, q, k, v, attn_mask, is_causal, dropout_p, training, weights);
+}
+
+}  // namespace tg

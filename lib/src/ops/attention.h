@@ -1,0 +1,34 @@
+#pragma once
+// Library-internal: the fused attention kernel behind tg::scaled_dot_product_attention, with
+// operand layouts given by strides so nn::MultiheadAttention can run it on (B, T, H·Dh)
+// projections directly, without permuting heads out and back.
+//
+// Legend: B = batch, H = heads, Tq = queries, Tk = keys, D = head dim, Dv = value head dim.
+#include "ops/common.h"
+
+namespace tg {
+namespace detail {
+
+/// Where the matrix of batch b, head h of an operand starts (b·sb + h·sh) and how far apart
+/// its rows are (ld). (B, H, T, D) contiguous: {H·T·D, T·D, D}; (B, T, H·D): {T·H·D, D, H·D}.
+struct HeadLayout {
+  int64_t sb = 0, sh = 0, ld = 0;
+};
+
+struct AttentionShape {
+  const char* op = "scaled_dot_product_attention";
+  int64_t B = 1, H = 1, Tq = 0, Tk = 0, D = 0, Dv = 0;
+  HeadLayout q, k, v, out;
+  Shape out_shape;  // the output tensor's shape (its layout is `out`)
+  Shape lead;       // logical batch dims, prod = B·H: masks broadcast over lead + (Tq, Tk),
+                    // and the weights have that shape
+};
+
+/// The kernel. Shapes of q, k, v must already fit `s`; the mask is checked here (it must
+/// broadcast to lead + (Tq, Tk)).
+Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, const Tensor& v,
+                 const AttnMask& mask, bool is_causal, float dropout_p, bool training,
+                 Tensor* weights);
+
+}  // namespace detail
+}  // namespace tg

@@ -1,0 +1,208 @@
+// Elementwise ops. Each op's forward, backward closure and derivative sit together.
+// Binary ops broadcast like numpy; their closures hand back gradients in the broadcast
+// shape and the engine sums them down to each input's shape.
+#include <cmath>
+
+#include <xtensor/xbroadcast.hpp>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xnoalias.hpp>
+#include <xtensor/xoperation.hpp>
+
+#include "ops/common.h"
+
+namespace tg {
+using namespace detail;
+
+namespace {
+// The output's gradient turned into an input's gradient in its own buffer: f(g) updates g
+// in place. Only as the closure's last use of ctx.grad (see BackwardContext::take_grad).
+template <class F>
+Array in_place(BackwardContext& ctx, F&& f) {
+  Array g = ctx.take_grad();
+  f(g);
+  return g;
+}
+
+void check_broadcast(const Tensor& a, const Tensor& b, const char* op) {
+  if (!a.defined() || !b.defined()) throw ValueError(std::string(op) + ": undefined tensor");
+  if (val(a).shape() == val(b).shape()) return;  // the common case, without allocating
+  broadcast_shapes(shape_of(val(a)), shape_of(val(b)), op);
+}
+}  // namespace
+
+// y = a + b            da = g, db = g
+Tensor add(const Tensor& a, const Tensor& b) {
+  check_broadcast(a, b, "add");
+  return record("add", Array(val(a) + val(b)), {a, b}, [](BackwardContext& ctx) {
+    if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? Array(ctx.grad) : ctx.take_grad());
+    if (ctx.needs(1)) ctx.give(1, ctx.take_grad());
+  });
+}
+
+// y = a - b            da = g, db = -g
+Tensor sub(const Tensor& a, const Tensor& b) {
+  check_broadcast(a, b, "sub");
+  return record("sub", Array(val(a) - val(b)), {a, b}, [](BackwardContext& ctx) {
+    if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? Array(ctx.grad) : ctx.take_grad());
+    if (ctx.needs(1)) ctx.give(1, in_place(ctx, [](Array& g) { g *= -1.0f; }));
+  });
+}
+
+// y = a * b            da = g * b, db = g * a
+Tensor mul(const Tensor& a, const Tensor& b) {
+  check_broadcast(a, b, "mul");
+  auto sa = saved(a), sb = saved(b);
+  return record("mul", Array(*sa * *sb), {a, b}, [sa, sb](BackwardContext& ctx) {
+    if (ctx.needs(0) && ctx.needs(1)) ctx.give(0, Array(ctx.grad * *sb));
+    else if (ctx.needs(0)) ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= *sb; }));
+    if (ctx.needs(1)) ctx.give(1, in_place(ctx, [&](Array& g) { xt::noalias(g) *= *sa; }));
+  });
+}
+
+// y = a / b            da = g / b, db = -g * a / b²
+Tensor div(const Tensor& a, const Tensor& b) {
+  check_broadcast(a, b, "div");
+  auto sa = saved(a), sb = saved(b);
+  return record("div", Array(*sa / *sb), {a, b}, [sa, sb](BackwardContext& ctx) {
+    if (ctx.needs(0)) ctx.give(0, Array(ctx.grad / *sb));
+    if (ctx.needs(1)) ctx.give(1, Array(-ctx.grad * *sa / (*sb * *sb)));
+  });
+}
+
+// y = a + s            da = g
+Tensor add(const Tensor& a, float s) {
+  require_defined(a, "add_scalar", "the input");
+  return record("add_scalar", Array(val(a) + s), {a},
+                [](BackwardContext& ctx) { ctx.give(0, ctx.take_grad()); });
+}
+
+// y = a * s            da = g * s
+Tensor mul(const Tensor& a, float s) {
+  require_defined(a, "mul_scalar", "the input");
+  return record("mul_scalar", Array(val(a) * s), {a}, [s](BackwardContext& ctx) {
+    ctx.give(0, in_place(ctx, [s](Array& g) { g *= s; }));
+  });
+}
+
+// y = s / a            da = -g * s / a²
+Tensor rdiv(float s, const Tensor& a) {
+  require_defined(a, "rdiv_scalar", "the input");
+  auto sa = saved(a);
+  return record("rdiv_scalar", Array(s / *sa), {a}, [s, sa](BackwardContext& ctx) {
+    ctx.give(0, Array(-ctx.grad * s / (*sa * *sa)));
+  });
+}
+
+// y = -a               da = -g
+Tensor neg(const Tensor& a) {
+  require_defined(a, "neg", "the input");
+  return record("neg", Array(-val(a)), {a}, [](BackwardContext& ctx) {
+    ctx.give(0, in_place(ctx, [](Array& g) { g *= -1.0f; }));
+  });
+}
+
+// y = a^p              da = g * p * a^(p-1)
+Tensor pow(const Tensor& a, float p) {
+  require_defined(a, "pow", "the input");
+  auto sa = saved(a);
+  return record("pow", Array(xt::pow(*sa, p)), {a}, [sa, p](BackwardContext& ctx) {
+    ctx.give(0, Array(ctx.grad * p * xt::pow(*sa, p - 1.0f)));
+  });
+}
+
+// y = exp(a)           da = g * y
+Tensor exp(const Tensor& a) {
+  require_defined(a, "exp", "the input");
+  auto y = std::make_shared<Array>(xt::exp(val(a)));
+  return record("exp", y, {a}, [y](BackwardContext& ctx) {
+    ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= *y; }));
+  });
+}
+
+// y = log(a)           da = g / a
+Tensor log(const Tensor& a) {
+  require_defined(a, "log", "the input");
+  auto sa = saved(a);
+  return record("log", Array(xt::log(*sa)), {a},
+                [sa](BackwardContext& ctx) { ctx.give(0, Array(ctx.grad / *sa)); });
+}
+
+// y = sqrt(a)          da = g / (2y)
+Tensor sqrt(const Tensor& a) {
+  require_defined(a, "sqrt", "the input");
+  auto y = std::make_shared<Array>(xt::sqrt(val(a)));
+  return record("sqrt", y, {a},
+                [y](BackwardContext& ctx) { ctx.give(0, Array(ctx.grad * 0.5f / *y)); });
+}
+
+// y = |a|              da = g * sign(a)   (0 at a = 0, as in PyTorch)
+Tensor abs(const Tensor& a) {
+  require_defined(a, "abs", "the input");
+  auto sa = saved(a);
+  return record("abs", Array(xt::abs(*sa)), {a},
+                [sa](BackwardContext& ctx) { ctx.give(0, Array(ctx.grad * xt::sign(*sa))); });
+}
+
+// y = tanh(a)          da = g * (1 - y²)
+Tensor tanh(const Tensor& a) {
+  require_defined(a, "tanh", "the input");
+  auto y = std::make_shared<Array>(xt::tanh(val(a)));
+  return record("tanh", y, {a}, [y](BackwardContext& ctx) {
+    ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= 1.0f - *y * *y; }));
+  });
+}
+
+// y = 1 / (1 + e^-a)   da = g * y * (1 - y)
+Tensor sigmoid(const Tensor& a) {
+  require_defined(a, "sigmoid", "the input");
+  auto y = std::make_shared<Array>(1.0f / (1.0f + xt::exp(-val(a))));
+  return record("sigmoid", y, {a}, [y](BackwardContext& ctx) {
+    ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= *y * (1.0f - *y); }));
+  });
+}
+
+// y = max(a, 0)        da = g * [a > 0]
+Tensor relu(const Tensor& a) {
+  require_defined(a, "relu", "the input");
+  // where(x < 0, 0, x), not max(x, 0): NaN stays NaN, as in PyTorch (max would give 0).
+  auto y = std::make_shared<Array>(xt::where(val(a) < 0.0f, 0.0f, val(a)));
+  return record("relu", y, {a}, [y](BackwardContext& ctx) {
+    ctx.give(0, Array(xt::where(*y > 0.0f, ctx.grad, 0.0f)));
+  });
+}
+
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kC = 0.044715f;
+constexpr float kInvSqrt2 = 0.7071067811865476f;
+constexpr float kInvSqrt2Pi = 0.3989422804014327f;
+
+// exact:  y = x Φ(x) = ½x(1 + erf(x/√2))        dx = g (Φ(x) + x φ(x))
+// approx: y = ½x(1 + tanh(u)), u = √(2/π)(x + 0.044715x³)
+//         dx = g (½(1 + t) + ½x(1 - t²) √(2/π)(1 + 3·0.044715x²)),  t = tanh(u)
+Tensor gelu(const Tensor& a, bool approximate) {
+  require_defined(a, "gelu", "the input");
+  auto sx = saved(a);
+  const Array& x = *sx;
+  if (approximate) {
+    auto t = std::make_shared<Array>(xt::tanh(kSqrt2OverPi * (x + kC * x * x * x)));
+    Array y = 0.5f * x * (1.0f + *t);
+    return record("gelu_tanh", std::move(y), {a}, [sx, t](BackwardContext& ctx) {
+      const Array& x = *sx;
+      ctx.give(0, Array(ctx.grad * (0.5f * (1.0f + *t) + 0.5f * x * (1.0f - *t * *t) *
+                                                              kSqrt2OverPi *
+                                                              (1.0f + 3.0f * kC * x * x))));
+    });
+  }
+  Array cdf = 0.5f * (1.0f + xt::erf(x * kInvSqrt2));  // Φ(x)
+  Array y = x * cdf;
+  if (!any_requires_grad({a})) return record("gelu", std::move(y), {a}, nullptr);
+  // The derivative is saved instead of x (the same size): erf is the costly part and is
+  // already at hand, and backward becomes one product, computed in g's buffer.
+  auto dydx = std::make_shared<Array>(std::move(cdf));
+  xt::noalias(*dydx) += x * kInvSqrt2Pi * xt::exp(-0.5f * x * x);  // Φ(x) + x·φ(x)
+  return record("gelu", std::move(y), {a}, [dydx](BackwardContext& ctx) {
+    ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= *dydx; }));
+  });
+}
+
+}  // namespace tg

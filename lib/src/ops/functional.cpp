@@ -1,0 +1,295 @@
+// Neural-network ops: dropout, layer_norm and the losses. layer_norm and cross_entropy are
+// fused: one pass forward and one backward closure each, instead of a dozen small ops.
+#include <cmath>
+#include <limits>
+
+#include <xtensor/xbuilder.hpp>
+#include <xtensor/xmath.hpp>
+
+#include "ops/common.h"
+#include "ops/lane_sum.h"
+#include "tapegrad/random.h"
+
+namespace tg {
+using namespace detail;
+
+// y = x * m / (1 - p), m ~ Bernoulli(1 - p)      dx = g * m / (1 - p)
+Tensor dropout(const Tensor& a, float p, bool training) {
+  require_defined(a, "dropout", "the input");
+  if (!(p >= 0.0f && p <= 1.0f))
+    throw ValueError("dropout: probability must be in [0, 1], got " + std::to_string(p));
+  if (!training || p == 0.0f) return a;
+  auto mask = std::make_shared<Array>(Array::from_shape(val(a).shape()));
+  const float scale = p == 1.0f ? 0.0f : 1.0f / (1.0f - p);
+  auto& gen = default_generator();
+  for (auto& m : *mask) m = gen.uniform() >= p ? scale : 0.0f;
+  return record("dropout", Array(val(a) * *mask), {a},
+                [mask](BackwardContext& ctx) { ctx.give(0, Array(ctx.grad * *mask)); });
+}
+
+// Over each row r of the last N = prod(normalized_shape) elements:
+//   x̂ = (x - μ) · rstd,  rstd = 1/√(σ² + eps),  y = x̂ · w + b
+//   dx = rstd · (ĝ - mean(ĝ) - x̂ · mean(ĝ · x̂)),  ĝ = g · w
+//   dw = Σ_r g · x̂,  db = Σ_r g
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, float eps) {
+  require_defined(x, "layer_norm", "the input");
+  const Shape xs = x.shape();
+  const size_t k = normalized_shape.size();
+  bool ok = k > 0 && xs.size() >= k;
+  for (size_t i = 0; ok && i < k; ++i) ok = xs[xs.size() - k + i] == normalized_shape[i];
+  if (!ok)
+    shape_error("layer_norm", "input shape " + to_string(xs) + " does not end with normalized_shape " +
+                                  to_string(normalized_shape));
+  if (weight.defined() && weight.shape() != normalized_shape)
+    shape_error("layer_norm", "weight shape " + to_string(weight.shape()) + ", expected " +
+                                  to_string(normalized_shape));
+  if (bias.defined() && bias.shape() != normalized_shape)
+    shape_error("layer_norm", "bias shape " + to_string(bias.shape()) + ", expected " +
+                                  to_string(normalized_shape));
+  if (!(eps >= 0.0f) || std::isinf(eps))
+    throw ValueError("layer_norm: eps must be finite and >= 0, got " + std::to_string(eps));
+  const size_t N = static_cast<size_t>(numel_of(normalized_shape));
+  const size_t rows = N ? static_cast<size_t>(numel_of(xs)) / N : 0;
+  auto xhat = std::make_shared<Array>(Array::from_shape(val(x).shape()));
+  auto rstd = std::make_shared<std::vector<float>>(rows);
+  Array y = Array::from_shape(val(x).shape());
+  const float* px = val(x).data();
+  const float* w = weight.defined() ? val(weight).data() : nullptr;
+  const float* b = bias.defined() ? val(bias).data() : nullptr;
+  for (size_t r = 0; r < rows; ++r) {  // two passes over the row, sums in vector lanes
+    const float* xr = px + r * N;
+    const float mu = static_cast<float>(lane_sum(N, [&](size_t i) { return xr[i]; }) / N);
+    const double var = lane_sum(N, [&](size_t i) {
+                         const float d = xr[i] - mu;
+                         return d * d;
+                       }) / static_cast<double>(N);
+    const float rs = static_cast<float>(1.0 / std::sqrt(var + eps));
+    (*rstd)[r] = rs;
+    float* hr = xhat->data() + r * N;
+    float* yr = y.data() + r * N;
+    for (size_t i = 0; i < N; ++i) {
+      hr[i] = (xr[i] - mu) * rs;
+      yr[i] = hr[i] * (w ? w[i] : 1.0f) + (b ? b[i] : 0.0f);
+    }
+  }
+  auto sw = weight.defined() ? saved(weight) : nullptr;
+  return record("layer_norm", std::move(y), {x, weight, bias},
+                [xhat, rstd, sw, N, rows, normalized_shape](BackwardContext& ctx) {
+                  const float* h = xhat->data();
+                  std::vector<float> ones;  // without a weight: w = 1 (no branch in the loops)
+                  if (!sw) ones.assign(N, 1.0f);
+                  const float* w = sw ? sw->data() : ones.data();
+                  if (ctx.needs(1) || ctx.needs(2)) {  // first: dx below overwrites g
+                    const float* g = ctx.grad.data();
+                    Array gw = xt::zeros<float>(to_xshape(normalized_shape));
+                    Array gb = xt::zeros<float>(to_xshape(normalized_shape));
+                    float* pw = gw.data();
+                    float* pb = gb.data();
+                    for (size_t r = 0; r < rows; ++r) {
+                      const float *gr = g + r * N, *hr = h + r * N;
+                      for (size_t i = 0; i < N; ++i) {
+                        pw[i] += gr[i] * hr[i];
+                        pb[i] += gr[i];
+                      }
+                    }
+                    if (ctx.needs(1)) ctx.give(1, std::move(gw));
+                    if (ctx.needs(2)) ctx.give(2, std::move(gb));
+                  }
+                  if (ctx.needs(0)) {
+                    Array gx = ctx.take_grad();  // dx is computed in g's buffer, row by row
+                    for (size_t r = 0; r < rows; ++r) {
+                      float* gr = gx.data() + r * N;
+                      const float* hr = h + r * N;
+                      auto gh = [&](size_t i) { return gr[i] * w[i]; };
+                      const float a = static_cast<float>(lane_sum(N, gh) / N);
+                      const float c =
+                          static_cast<float>(lane_sum(N, [&](size_t i) { return gh(i) * hr[i]; }) / N);
+                      const float rs = (*rstd)[r];
+                      for (size_t i = 0; i < N; ++i) gr[i] = rs * (gh(i) - a - hr[i] * c);
+                    }
+                    ctx.give(0, std::move(gx));
+                  }
+                });
+}
+
+namespace {
+
+// Checks logits/log-probs (N, K, d...) against targets (N, d...) and returns the split
+// (outer = N, n = K, inner = prod(d)).
+AxisSplit loss_split(const Shape& xs, const Indices& t, const char* op) {
+  if (xs.empty() || xs.size() == 0)
+    shape_error(op, "input must have at least 1 dimension, got " + to_string(xs));
+  Shape expected;
+  if (xs.size() == 1) {
+    expected = {};
+  } else {
+    expected = {xs[0]};
+    expected.insert(expected.end(), xs.begin() + 2, xs.end());
+  }
+  const bool ok = t.shape == expected || (xs.size() == 1 && t.shape == Shape{1});
+  if (!ok)
+    shape_error(op, "target shape " + to_string(t.shape) + " does not fit input shape " +
+                        to_string(xs) + " (expected target shape " + to_string(expected) + ")");
+  if (xs.size() == 1) return AxisSplit{1, static_cast<size_t>(xs[0]), 1};
+  return split_at(xs, 1);
+}
+
+struct LossSetup {
+  AxisSplit s;
+  float scale_denominator;  // what the mean divides by
+  Shape none_shape;         // shape of the unreduced loss
+};
+
+LossSetup setup_loss(const Shape& xs, const Indices& targets, const CrossEntropyOptions& o,
+                     const char* op) {
+  LossSetup ls{loss_split(xs, targets, op), 0.0f, targets.shape};
+  if (!(o.label_smoothing >= 0.0f && o.label_smoothing <= 1.0f))
+    throw ValueError(std::string(op) + ": label_smoothing must be in [0, 1], got " +
+                     std::to_string(o.label_smoothing));
+  const int64_t K = static_cast<int64_t>(ls.s.n);
+  size_t counted = 0;
+  for (size_t i = 0; i < targets.values.size(); ++i) {
+    const int64_t t = targets.values[i];
+    if (t == o.ignore_index) continue;
+    if (t < 0 || t >= K)
+      throw IndexError(std::string(op) + ": target " + std::to_string(t) + " at position " +
+                       std::to_string(i) + " is out of range for " + std::to_string(K) +
+                       " classes (ignore_index is " + std::to_string(o.ignore_index) + ")");
+    ++counted;
+  }
+  ls.scale_denominator = static_cast<float>(counted);
+  return ls;
+}
+
+// Reduces per-element losses; returns the output array and the per-element weight of the
+// upstream gradient (for backward).
+Array reduce_loss(const Array& per, Reduction r, float denom) {
+  if (r == Reduction::None) return per;
+  double total = 0;
+  for (float v : per) total += v;
+  if (r == Reduction::Mean) total /= denom;  // 0/0 = NaN when every target is ignored, as in PyTorch
+  Array out = Array::from_shape(std::vector<size_t>{});
+  out() = static_cast<float>(total);
+  return out;
+}
+
+// The upstream gradient for element e of the unreduced loss.
+inline float loss_grad_at(const Array& g, Reduction r, float denom, size_t e) {
+  if (r == Reduction::None) return g.data()[e];
+  return r == Reduction::Mean ? g.data()[0] / denom : g.data()[0];
+}
+
+}  // namespace
+
+// Per target position: loss = -(1-ε)·logp[t] - (ε/K)·Σ_k logp[k],  logp = log_softmax(x)
+//   dx = (softmax(x) - (1-ε)·onehot(t) - ε/K) · upstream
+Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEntropyOptions& o) {
+  require_defined(logits, "cross_entropy", "the input");
+  const Shape xs = logits.shape();
+  const LossSetup ls = setup_loss(xs, targets, o, "cross_entropy");
+  const AxisSplit s = ls.s;
+  const float eps = o.label_smoothing, K = static_cast<float>(s.n);
+  auto logp = std::make_shared<Array>(Array::from_shape(val(logits).shape()));
+  Array per = Array::from_shape(to_xshape(ls.none_shape));
+  const float* x = val(logits).data();
+  for (size_t o2 = 0; o2 < s.outer; ++o2)
+    for (size_t j = 0; j < s.inner; ++j) {
+      const size_t base = o2 * s.n * s.inner + j, e = o2 * s.inner + j;
+      float m = -INFINITY;
+      for (size_t i = 0; i < s.n; ++i) m = std::max(m, x[base + i * s.inner]);
+      double z = 0;
+      for (size_t i = 0; i < s.n; ++i) z += std::exp(static_cast<double>(x[base + i * s.inner] - m));
+      const float lz = static_cast<float>(std::log(z));  // subtracted after m: see log_softmax
+      double all = 0;
+      for (size_t i = 0; i < s.n; ++i) {
+        const float lp = (x[base + i * s.inner] - m) - lz;
+        logp->data()[base + i * s.inner] = lp;
+        all += lp;
+      }
+      const int64_t t = targets.values[e];
+      if (t == o.ignore_index) {
+        per.data()[e] = 0.0f;
+      } else {
+        // Without smoothing the Σ term is left out, not multiplied by 0: a -inf logit of
+        // another class (a masked class) would make it 0·(-inf) = NaN. PyTorch gives the plain
+        // -logp[t] there.
+        const float smooth = eps > 0.0f ? eps / K * static_cast<float>(all) : 0.0f;
+        per.data()[e] = -(1.0f - eps) * logp->data()[base + static_cast<size_t>(t) * s.inner] - smooth;
+      }
+    }
+  const Reduction red = o.reduction;
+  const float denom = ls.scale_denominator;
+  const int64_t ignore = o.ignore_index;
+  auto tv = targets.values;
+  return record("cross_entropy", reduce_loss(per, red, denom), {logits},
+                [logp, tv, s, eps, K, red, denom, ignore](BackwardContext& ctx) {
+                  Array gx = Array::from_shape(logp->shape());
+                  for (size_t o2 = 0; o2 < s.outer; ++o2)
+                    for (size_t j = 0; j < s.inner; ++j) {
+                      const size_t base = o2 * s.n * s.inner + j, e = o2 * s.inner + j;
+                      const int64_t t = tv[e];
+                      const float up = t == ignore ? 0.0f : loss_grad_at(ctx.grad, red, denom, e);
+                      for (size_t i = 0; i < s.n; ++i) {
+                        const float target = (static_cast<int64_t>(i) == t ? 1.0f - eps : 0.0f) + eps / K;
+                        gx.data()[base + i * s.inner] =
+                            (std::exp(logp->data()[base + i * s.inner]) - target) * up;
+                      }
+                    }
+                  ctx.give(0, std::move(gx));
+                });
+}
+
+// loss = -logp[t]              dlogp = -onehot(t) · upstream
+Tensor nll_loss(const Tensor& log_probs, const Indices& targets, const CrossEntropyOptions& o) {
+  require_defined(log_probs, "nll_loss", "the input");
+  if (o.label_smoothing != 0.0f)
+    throw ValueError("nll_loss: label_smoothing is not supported (use cross_entropy)");
+  const Shape xs = log_probs.shape();
+  const LossSetup ls = setup_loss(xs, targets, o, "nll_loss");
+  const AxisSplit s = ls.s;
+  Array per = Array::from_shape(to_xshape(ls.none_shape));
+  const float* x = val(log_probs).data();
+  for (size_t o2 = 0; o2 < s.outer; ++o2)
+    for (size_t j = 0; j < s.inner; ++j) {
+      const size_t e = o2 * s.inner + j;
+      const int64_t t = targets.values[e];
+      per.data()[e] = t == o.ignore_index
+                          ? 0.0f
+                          : -x[(o2 * s.n + static_cast<size_t>(t)) * s.inner + j];
+    }
+  const Reduction red = o.reduction;
+  const float denom = ls.scale_denominator;
+  const int64_t ignore = o.ignore_index;
+  auto tv = targets.values;
+  return record("nll_loss", reduce_loss(per, red, denom), {log_probs},
+                [xs, tv, s, red, denom, ignore](BackwardContext& ctx) {
+                  Array gx = xt::zeros<float>(to_xshape(xs));
+                  for (size_t o2 = 0; o2 < s.outer; ++o2)
+                    for (size_t j = 0; j < s.inner; ++j) {
+                      const size_t e = o2 * s.inner + j;
+                      const int64_t t = tv[e];
+                      if (t == ignore) continue;
+                      gx.data()[(o2 * s.n + static_cast<size_t>(t)) * s.inner + j] =
+                          -loss_grad_at(ctx.grad, red, denom, e);
+                    }
+                  ctx.give(0, std::move(gx));
+                });
+}
+
+// loss = (x - y)²  reduced;  composed from recorded ops, so its gradient comes for free.
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  require_defined(input, "mse_loss", "the input");
+  require_defined(target, "mse_loss", "the target");
+  if (input.shape() != target.shape())
+    shape_error("mse_loss", "input shape " + to_string(input.shape()) +
+                                " does not match target shape " + to_string(target.shape()));
+  Tensor d = sub(input, target);
+  Tensor sq = mul(d, d);
+  if (reduction == Reduction::None) return sq;
+  if (reduction == Reduction::Mean && sq.numel() == 0)  // 0/0: NaN, as in PyTorch
+    return mul(sum(sq), std::numeric_limits<float>::quiet_NaN());
+  return reduction == Reduction::Sum ? sum(sq) : mean(sq);
+}
+
+}  // namespace tg

@@ -1,0 +1,187 @@
+// Reductions and the softmax family. Reductions are evaluated immediately (xtensor's lazy
+// reductions are ten times slower); softmax runs as plain loops over (outer, n, inner).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <xtensor/xbroadcast.hpp>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xreducer.hpp>
+
+#include "ops/common.h"
+
+namespace tg {
+using namespace detail;
+
+namespace {
+// Normalised, sorted, de-duplicated axes; empty `axes` means all of them.
+std::vector<size_t> reduce_axes(const std::vector<int64_t>& axes, size_t rank, const char* op) {
+  std::vector<size_t> out;
+  if (axes.empty()) {
+    for (size_t i = 0; i < rank; ++i) out.push_back(i);
+    return out;
+  }
+  for (auto a : axes) out.push_back(norm_axis(a, rank, op));
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end())
+    throw IndexError(std::string(op) + ": an axis appears twice");
+  return out;
+}
+
+Shape keepdim_shape(const Shape& in, const std::vector<size_t>& axes) {
+  Shape k = in;
+  for (auto a : axes) k[a] = 1;
+  return k;
+}
+
+Tensor sum_impl(const Tensor& a, const std::vector<int64_t>& axes_in, bool keepdim, float scale,
+                const char* name) {
+  require_defined(a, name, "the input");
+  const Shape in = a.shape();
+  const auto axes = reduce_axes(axes_in, in.size(), name);
+  Array r = xt::sum(val(a), axes, xt::evaluation_strategy::immediate);
+  if (scale != 1.0f) r *= scale;
+  const Shape kshape = keepdim_shape(in, axes);
+  if (keepdim) r.reshape(to_xshape(kshape));
+  // dx = broadcast(g) * scale
+  return record(name, std::move(r), {a}, [in, kshape, scale](BackwardContext& ctx) {
+    Array gk = ctx.grad;
+    gk.reshape(to_xshape(kshape));
+    Array g = xt::broadcast(gk, to_xshape(in));
+    if (scale != 1.0f) g *= scale;
+    ctx.give(0, std::move(g));
+  });
+}
+
+int64_t count_over(const Shape& in, const std::vector<int64_t>& axes_in, const char* op) {
+  int64_t n = 1;
+  for (auto a : reduce_axes(axes_in, in.size(), op)) n *= in[a];
+  return n;
+}
+}  // namespace
+
+Tensor sum(const Tensor& a) { return sum_impl(a, {}, false, 1.0f, "sum"); }
+Tensor sum(const Tensor& a, const std::vector<int64_t>& axes, bool keepdim) {
+  return sum_impl(a, axes, keepdim, 1.0f, "sum");
+}
+Tensor mean(const Tensor& a) { return mean(a, {}, false); }
+Tensor mean(const Tensor& a, const std::vector<int64_t>& axes, bool keepdim) {
+  require_defined(a, "mean", "the input");
+  const int64_t n = count_over(a.shape(), axes, "mean");
+  if (n == 0) throw ShapeError("mean: reducing over zero elements (shape " + to_string(a.shape()) + ")");
+  return sum_impl(a, axes, keepdim, 1.0f / static_cast<float>(n), "mean");
+}
+
+// values = max over `axis`, idx = argmax (first on ties)      dx = g at idx, 0 elsewhere
+std::pair<Tensor, Indices> max(const Tensor& a, int64_t axis, bool keepdim) {
+  require_defined(a, "max", "the input");
+  const Shape in = a.shape();
+  const size_t ax = norm_axis(axis, in.size(), "max");
+  if (in[ax] == 0) throw ShapeError("max: reducing over an empty dim (shape " + to_string(in) + ")");
+  const AxisSplit s = split_at(in, ax);
+  Shape out = in;
+  if (keepdim) out[ax] = 1;
+  else out.erase(out.begin() + static_cast<long>(ax));
+  Array v = Array::from_shape(to_xshape(out));
+  std::vector<int64_t> idx(s.outer * s.inner);
+  const float* x = val(a).data();
+  for (size_t o = 0; o < s.outer; ++o)
+    for (size_t j = 0; j < s.inner; ++j) {
+      const float* p = x + o * s.n * s.inner + j;
+      size_t best = 0;
+      for (size_t i = 1; i < s.n; ++i)
+        if (p[i * s.inner] > p[best * s.inner] || std::isnan(p[i * s.inner])) {
+          best = i;
+          if (std::isnan(p[i * s.inner])) break;  // NaN propagates, as in PyTorch
+        }
+      v.data()[o * s.inner + j] = p[best * s.inner];
+      idx[o * s.inner + j] = static_cast<int64_t>(best);
+    }
+  Indices indices(idx, out);
+  Tensor values = record("max", std::move(v), {a}, [in, s, idx](BackwardContext& ctx) {
+    Array g = xt::zeros<float>(to_xshape(in));
+    const float* gy = ctx.grad.data();
+    for (size_t o = 0; o < s.outer; ++o)
+      for (size_t j = 0; j < s.inner; ++j)
+        g.data()[(o * s.n + static_cast<size_t>(idx[o * s.inner + j])) * s.inner + j] +=
+            gy[o * s.inner + j];
+    ctx.give(0, std::move(g));
+  });
+  return {values, indices};
+}
+
+namespace {
+// Row-wise stable softmax (log = false) or log-softmax (log = true) over (outer, n, inner).
+Array softmax_forward(const Array& x, const AxisSplit& s, bool log) {
+  Array y = Array::from_shape(x.shape());
+  const float* px = x.data();
+  float* py = y.data();
+  for (size_t o = 0; o < s.outer; ++o)
+    for (size_t j = 0; j < s.inner; ++j) {
+      const size_t base = o * s.n * s.inner + j;
+      float m = -std::numeric_limits<float>::infinity();
+      for (size_t i = 0; i < s.n; ++i) m = std::max(m, px[base + i * s.inner]);
+      if (!std::isfinite(m)) m = 0.0f;  // all -inf (or +inf): let the arithmetic speak
+      double z = 0;
+      for (size_t i = 0; i < s.n; ++i) z += std::exp(static_cast<double>(px[base + i * s.inner] - m));
+      if (log) {
+        // (x - m) - log z, not x - (m + log z): near |x| = 1000 the float m + log z would
+        // round to a step of 6e-5.
+        const float lz = static_cast<float>(std::log(z));
+        for (size_t i = 0; i < s.n; ++i) py[base + i * s.inner] = (px[base + i * s.inner] - m) - lz;
+      } else {
+        const double inv = 1.0 / z;
+        for (size_t i = 0; i < s.n; ++i)
+          py[base + i * s.inner] =
+              static_cast<float>(std::exp(static_cast<double>(px[base + i * s.inner] - m)) * inv);
+      }
+    }
+  return y;
+}
+}  // namespace
+
+// y = e^x / Σe^x            dx = y (g - Σ g y)
+Tensor softmax(const Tensor& a, int64_t axis) {
+  require_defined(a, "softmax", "the input");
+  const Shape in = a.shape();
+  const AxisSplit s = split_at(in, norm_axis(axis, in.size(), "softmax"));
+  auto y = std::make_shared<Array>(softmax_forward(val(a), s, false));
+  return record("softmax", y, {a}, [y, s](BackwardContext& ctx) {
+    Array gx = Array::from_shape(y->shape());
+    const float *py = y->data(), *pg = ctx.grad.data();
+    float* out = gx.data();
+    for (size_t o = 0; o < s.outer; ++o)
+      for (size_t j = 0; j < s.inner; ++j) {
+        const size_t base = o * s.n * s.inner + j;
+        float dot = 0;
+        for (size_t i = 0; i < s.n; ++i) dot += pg[base + i * s.inner] * py[base + i * s.inner];
+        for (size_t i = 0; i < s.n; ++i)
+          out[base + i * s.inner] = py[base + i * s.inner] * (pg[base + i * s.inner] - dot);
+      }
+    ctx.give(0, std::move(gx));
+  });
+}
+
+// y = x - log Σe^x          dx = g - softmax(x) Σ g
+Tensor log_softmax(const Tensor& a, int64_t axis) {
+  require_defined(a, "log_softmax", "the input");
+  const Shape in = a.shape();
+  const AxisSplit s = split_at(in, norm_axis(axis, in.size(), "log_softmax"));
+  auto y = std::make_shared<Array>(softmax_forward(val(a), s, true));
+  return record("log_softmax", y, {a}, [y, s](BackwardContext& ctx) {
+    Array gx = Array::from_shape(y->shape());
+    const float *py = y->data(), *pg = ctx.grad.data();
+    float* out = gx.data();
+    for (size_t o = 0; o < s.outer; ++o)
+      for (size_t j = 0; j < s.inner; ++j) {
+        const size_t base = o * s.n * s.inner + j;
+        float gs = 0;
+        for (size_t i = 0; i < s.n; ++i) gs += pg[base + i * s.inner];
+        for (size_t i = 0; i < s.n; ++i)
+          out[base + i * s.inner] = pg[base + i * s.inner] - std::exp(py[base + i * s.inner]) * gs;
+      }
+    ctx.give(0, std::move(gx));
+  });
+}
+
+}  // namespace tg
