@@ -41,7 +41,7 @@ struct Net : nn::Module {
                                        std::make_shared<nn::Linear>(4, 2)));
   }
   Tensor forward(const Tensor& x) {
-    ModuleScope scope(*this);
+    auto scope = this->scope();
     return body->forward(x);
   }
 };
@@ -96,7 +96,7 @@ TEST(Anomaly, ExpOverflowInAModuleOfYourOwn) {
   struct Softplusish : nn::Module {
     Softplusish() : Module("Softplusish") {}
     Tensor forward(const Tensor& x) {
-      ModuleScope scope(*this);
+      auto scope = this->scope();
       return log(exp(x) + 1.0f);
     }
   };
@@ -241,16 +241,23 @@ TEST(Anomaly, ModuleScopesNestAndCostNothingWhenOff) {
   auto root = std::make_shared<nn::Module>("Root");
   auto inner = root->register_module("inner", std::make_shared<nn::Linear>(2, 3));
   {
-    ModuleScope a(outer);
+    auto a = outer.scope();
     EXPECT_EQ(current_module(), "");  // off: nothing is recorded
   }
   DetectAnomalyGuard guard;
   EXPECT_EQ(current_module(), "");
   {
-    ModuleScope a(outer);
+    auto a = outer.scope();
     EXPECT_EQ(current_module(), "Linear 2→2");
     {
-      ModuleScope b(*inner);
+      auto b = inner->scope();
+      EXPECT_EQ(current_module(), "inner (Linear 2→3)");
+      {
+        const ModuleScope c("decoder.head");  // any path, e.g. from a module of one's own
+        EXPECT_EQ(current_module(), "decoder.head");
+        const ModuleScope none("");  // an empty path opens nothing
+        EXPECT_EQ(current_module(), "decoder.head");
+      }
       EXPECT_EQ(current_module(), "inner (Linear 2→3)");
     }
     EXPECT_EQ(current_module(), "Linear 2→2");

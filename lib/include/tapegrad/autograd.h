@@ -8,10 +8,6 @@
 
 namespace tg {
 
-namespace nn {
-class Module;
-}
-
 /// Is recording on for this thread? (On by default.)
 bool is_grad_enabled();
 void set_grad_enabled(bool enabled);
@@ -51,13 +47,15 @@ class DetectAnomalyGuard {
   bool prev_;
 };
 
-/// RAII: marks `module` as the one whose forward runs on this thread, so that anomaly reports
-/// can name it ("blocks.0.attn.q_proj (Linear 64→64)"); the innermost scope wins. The
-/// library's modules open one in forward; modules of your own can too. While anomaly detection
-/// is off it only reads a flag.
+/// RAII: names the module whose forward runs on this thread, so that anomaly reports can say
+/// where an op was recorded ("blocks.0.attn.q_proj (Linear 64→64)"); the innermost scope
+/// wins. `path` is the text the report prints. The library's modules open one in forward
+/// through nn::Module::scope(), which builds the text only while anomaly detection is on; a
+/// module of your own can do the same (`auto scope = this->scope();`). An empty path, or
+/// anomaly detection off, opens nothing.
 class ModuleScope {
  public:
-  explicit ModuleScope(const nn::Module& module);
+  explicit ModuleScope(const std::string& path);
   ~ModuleScope();
   ModuleScope(const ModuleScope&) = delete;
   ModuleScope& operator=(const ModuleScope&) = delete;

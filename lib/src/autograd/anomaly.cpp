@@ -3,7 +3,7 @@
 //
 // Off, it costs one relaxed atomic load per recorded op and per gradient given. On, every op
 // output and every gradient is scanned; the scan that finds a NaN or Inf throws AnomalyError.
-// Module paths are interned (one id per distinct Module::where()), so a tape node carries
+// Module paths are interned (one id per distinct path), so a tape node carries
 // only a 4-byte id.
 #include <cmath>
 #include <mutex>
@@ -12,7 +12,6 @@
 #include "autograd/anomaly.h"
 #include "core/shape.h"
 #include "tapegrad/autograd.h"
-#include "tapegrad/nn/module.h"
 
 namespace tg {
 namespace detail {
@@ -149,8 +148,8 @@ void check_seed(const Node* root, const Array& seed) {
 void detect_anomaly(bool on) { detail::anomaly_flag.store(on, std::memory_order_relaxed); }
 bool is_anomaly_enabled() { return detail::anomaly_on(); }
 
-ModuleScope::ModuleScope(const nn::Module& module) : active_(detail::anomaly_on()) {
-  if (active_) detail::module_stack.push_back(detail::intern_module(module.where()));
+ModuleScope::ModuleScope(const std::string& path) : active_(detail::anomaly_on() && !path.empty()) {
+  if (active_) detail::module_stack.push_back(detail::intern_module(path));
 }
 
 ModuleScope::~ModuleScope() {

@@ -76,7 +76,7 @@ void MultiheadAttention::reset_parameters() {
 
 AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& key,
                                             const Tensor& value, const AttentionForwardOptions& o) {
-  const ModuleScope scope(*this);  // names this module in anomaly reports
+  const auto scope = this->scope();  // names this module in anomaly reports
   if (!query.defined() || !key.defined() || !value.defined())
     value_error("query, key and value must be defined");
   const Shape qs = query.shape(), ks = key.shape(), vs = value.shape();
@@ -162,7 +162,7 @@ FeedForward::FeedForward(const FeedForwardOptions& o) : UnaryModule("FeedForward
 }
 
 Tensor FeedForward::forward(const Tensor& x) {
-  const ModuleScope scope(*this);  // names this module in anomaly reports
+  const auto scope = this->scope();  // names this module in anomaly reports
   Tensor h = fc1->forward(x);
   h = options.activation_ == "gelu" ? gelu(h) : relu(h);
   return fc2->forward(dropout(h, options.dropout_, is_training()));
@@ -203,7 +203,7 @@ TransformerBlock::TransformerBlock(const TransformerBlockOptions& o)
 Tensor TransformerBlock::forward(const Tensor& x) { return forward(x, AttentionForwardOptions()); }
 
 Tensor TransformerBlock::forward(const Tensor& x, const AttentionForwardOptions& attention) {
-  const ModuleScope scope(*this);  // names this module in anomaly reports
+  const auto scope = this->scope();  // names this module in anomaly reports
   if (!x.defined()) value_error("input is undefined");
   const Shape s = x.shape();
   if (s.size() != 3 || s[2] != options.d_model_)

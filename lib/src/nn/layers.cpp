@@ -49,7 +49,7 @@ void Embedding::reset_parameters() {
 
 // (S...) -> (S..., C)
 Tensor Embedding::forward(const Indices& ids) const {
-  const ModuleScope scope(*this);  // names this module in anomaly reports
+  const auto scope = this->scope();  // names this module in anomaly reports
   const int64_t V = options.num_embeddings_;
   for (size_t i = 0; i < ids.values.size(); ++i) {
     const int64_t id = ids.values[i];
@@ -92,7 +92,7 @@ void LayerNorm::reset_parameters() {
 
 // (..., N...) -> (..., N...)
 Tensor LayerNorm::forward(const Tensor& x) {
-  const ModuleScope scope(*this);  // names this module in anomaly reports
+  const auto scope = this->scope();  // names this module in anomaly reports
   if (!x.defined()) value_error("input is undefined");
   const Shape s = x.shape(), &n = options.normalized_shape_;
   bool ok = s.size() >= n.size();
@@ -137,7 +137,7 @@ std::string GELU::extra_repr() const { return "approximate=" + options.approxima
 // ---- containers ------------------------------------------------------------------------------
 
 Tensor Sequential::forward(const Tensor& x) {
-  const ModuleScope scope(*this);  // names this module in anomaly reports
+  const auto scope = this->scope();  // names this module in anomaly reports
   Tensor y = x;
   for (auto& m : modules_) y = m->forward(y);
   return y;

@@ -22,7 +22,7 @@ void Linear::reset_parameters() {
 }
 
 Tensor Linear::forward(const Tensor& x) {
-  const ModuleScope scope(*this);  // names this module in anomaly reports
+  const auto scope = this->scope();  // names this module in anomaly reports
   if (!x.defined()) value_error("input is undefined");
   const Shape s = x.shape();
   if (s.empty() || s.back() != options.in_features_)

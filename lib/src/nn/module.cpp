@@ -137,6 +137,10 @@ int64_t Module::num_parameters() const {
   return n;
 }
 
+ModuleScope Module::scope() const {
+  return ModuleScope(is_anomaly_enabled() ? where() : std::string());
+}
+
 std::string Module::where() const {
   const std::string sig = signature();
   const std::string kind = sig.empty() ? type_name_ : type_name_ + " " + sig;

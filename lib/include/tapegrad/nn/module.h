@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "tapegrad/autograd.h"
 #include "tapegrad/tensor.h"
 
 namespace tg {
@@ -72,6 +73,9 @@ class Module : public std::enable_shared_from_this<Module> {
   const std::string& path() const { return path_; }
   /// Where errors happen: "blocks.1.attn.q_proj (Linear 64→64)".
   std::string where() const;
+  /// Names this module in anomaly reports while it lives (tg::ModuleScope of where(), built
+  /// only while anomaly detection is on): `auto scope = this->scope();` first in forward.
+  ModuleScope scope() const;
 
   /// One line of options shown in the tree: "in_features=3, out_features=2, bias=true".
   virtual std::string extra_repr() const { return ""; }

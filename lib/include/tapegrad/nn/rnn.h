@@ -183,6 +183,8 @@ class RNNBase : public Module {
            Tensor& c_n) const;
   /// Back to the caller's layout (batch_first, unbatched).
   void finish(bool unbatched, Tensor& output, Tensor& h_n, Tensor& c_n) const;
+  /// The whole forward of RNN and GRU, whose state is h alone: prepare, run, finish.
+  RNNOutput run_hidden(const Tensor& x, const Tensor& h0) const;
 
   Kind kind_;
 };
