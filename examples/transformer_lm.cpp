@@ -206,7 +206,7 @@ Evaluation evaluate(GPT& model, const std::vector<Seq>& seqs) {
     const tg::Tensor logits = model.forward(b.inputs);  // (B, T, V)
     const int64_t V = logits.size(2);
     const tg::Tensor flat = tg::reshape(logits, {-1, V});
-    nll += tg::cross_entropy(flat, b.targets, tg::CrossEntropyOptions().set_reduction(tg::Reduction::Sum)).item();
+    nll += tg::cross_entropy(flat, b.targets, tg::CrossEntropyOptions().reduction(tg::Reduction::Sum)).item();
     const float* l = flat.data_ptr();
     for (int64_t i = 0; i < b.targets.numel(); ++i) {
       const int64_t y = b.targets.values[static_cast<size_t>(i)];

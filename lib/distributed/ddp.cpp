@@ -39,9 +39,9 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
                                                  const DDPOptions& options)
     : module_(std::move(module)), options_(options) {
   if (!module_) throw ValueError("DistributedDataParallel: the module is null");
-  if (options_.verify_every_ < 0)
+  if (options_.verify_every() < 0)
     throw ValueError("DistributedDataParallel: verify_every must be >= 0, got " +
-                     std::to_string(options_.verify_every_));
+                     std::to_string(options_.verify_every()));
   world_size();  // DistributedError before init()
   for (auto& [name, p] : module_->named_parameters()) {
     const bool seen = std::any_of(params_.begin(), params_.end(),
@@ -52,17 +52,17 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   detail::check_same_layout(params_, 0, "DistributedDataParallel: the parameters that require grad");
   std::vector<int64_t> numels;
   for (const auto& entry : params_) numels.push_back(entry.second.numel());
-  buckets_ = plan_buckets(numels, options_.bucket_bytes_);
+  buckets_ = plan_buckets(numels, options_.bucket_bytes());
   size_t staging = 0;
   for (const auto& b : buckets_)
     staging = std::max(staging, static_cast<size_t>(b.numel) + b.params.size());
   staging_.resize(staging);
-  if (options_.broadcast_on_init_) broadcast_state();  // also checks the models agree
+  if (options_.broadcast_on_init()) broadcast_state();  // also checks the models agree
 }
 
 void DistributedDataParallel::sync_gradients() {
   ++syncs_;
-  if (options_.verify_every_ > 0 && syncs_ % options_.verify_every_ == 0) verify_state();
+  if (options_.verify_every() > 0 && syncs_ % options_.verify_every() == 0) verify_state();
   const int w = world_size();
   if (w == 1) return;  // the mean over one rank is the gradient itself
   const float scale = 1.0f / static_cast<float>(w);

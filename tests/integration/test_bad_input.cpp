@@ -337,13 +337,13 @@ TEST(BadInput, NeuralNetworkOps) {
       err<ShapeError>("cross_entropy: (N, K, d) targets", {"cross_entropy", "[3, 5]", "[3, 4, 2]"},
                       [] { cross_entropy(ones({3, 4, 2}), Indices(std::vector<int64_t>(15, 0), {3, 5})); }),
       err<ValueError>("cross_entropy: label_smoothing 1.5", {"cross_entropy", "label_smoothing", "1.5"},
-                      [=] { cross_entropy(logits, Indices{0, 1, 2}, CrossEntropyOptions().set_label_smoothing(1.5f)); }),
+                      [=] { cross_entropy(logits, Indices{0, 1, 2}, CrossEntropyOptions().label_smoothing(1.5f)); }),
       err<ValueError>("cross_entropy: label_smoothing NaN", {"cross_entropy", "label_smoothing", "nan"},
-                      [=] { cross_entropy(logits, Indices{0, 1, 2}, CrossEntropyOptions().set_label_smoothing(kNaN)); }),
+                      [=] { cross_entropy(logits, Indices{0, 1, 2}, CrossEntropyOptions().label_smoothing(kNaN)); }),
       err<IndexError>("nll_loss: target too large", {"nll_loss", "target 9"},
                       [=] { nll_loss(logits, Indices{0, 9, 1}); }),
       err<ValueError>("nll_loss: label smoothing", {"nll_loss", "label_smoothing"},
-                      [=] { nll_loss(logits, Indices{0, 1, 2}, CrossEntropyOptions().set_label_smoothing(0.1f)); }),
+                      [=] { nll_loss(logits, Indices{0, 1, 2}, CrossEntropyOptions().label_smoothing(0.1f)); }),
       err<ShapeError>("mse_loss: shapes", {"mse_loss", "[3, 4]", "[4, 3]"}, [=] { mse_loss(logits, ones({4, 3})); }),
   });
   run_table("dropout/layer_norm", {
@@ -787,7 +787,7 @@ TEST(BadInput, EmptyTensorsFollowPyTorch) {
       {"cross_entropy sum over an empty batch is 0",
        [] {
          EXPECT_EQ(cross_entropy(zeros({0, 4}), Indices(std::vector<int64_t>{}, {0}),
-                                 CrossEntropyOptions().set_reduction(Reduction::Sum)).item(), 0.0f);
+                                 CrossEntropyOptions().reduction(Reduction::Sum)).item(), 0.0f);
        }},
       {"cross_entropy mean over an empty batch is NaN (PyTorch)",
        [] { EXPECT_TRUE(std::isnan(cross_entropy(zeros({0, 4}), Indices(std::vector<int64_t>{}, {0})).item())); }},

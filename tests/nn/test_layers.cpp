@@ -242,7 +242,7 @@ TEST_F(NnLayers, LinearIsAUnaryModule) {
 
 TEST_F(NnLayers, EmbeddingInitAndPadding) {
   nn::Embedding emb(nn::EmbeddingOptions(1000, 64).padding_idx(-1));
-  EXPECT_EQ(*emb.options.padding_idx_, 999);  // normalised as PyTorch does
+  EXPECT_EQ(*emb.options.padding_idx(), 999);  // normalised as PyTorch does
   EXPECT_EQ(emb.weight.shape(), (Shape{1000, 64}));
   // N(0, 1) everywhere but the padding row, which is zero.
   double s = 0, s2 = 0;
@@ -358,7 +358,7 @@ TEST_F(NnLayers, DropoutProbabilities) {
   nn::Dropout none(0.0f), all(1.0f);
   EXPECT_EQ(none.forward(x).to_vector(), x.to_vector());
   EXPECT_EQ(all.forward(x).to_vector(), std::vector<float>(100, 0.0f));  // as PyTorch: p = 1 drops all
-  EXPECT_EQ(nn::Dropout().options.p_, 0.5f);
+  EXPECT_EQ(nn::Dropout().options.p(), 0.5f);
   EXPECT_EQ(nn::Dropout(0.1f).extra_repr(), "p=0.1");
 }
 

@@ -132,17 +132,17 @@ TEST_F(OpsGrad, Losses) {
   check([t](const Inputs& v) { return cross_entropy(v[0], t); }, {input({3, 5}, -2.0f, 2.0f)});
   check([](const Inputs& v) {
           return cross_entropy(v[0], Indices{1, -100, 3},
-                               CrossEntropyOptions().set_label_smoothing(0.1f));
+                               CrossEntropyOptions().label_smoothing(0.1f));
         },
         {input({3, 5})});
   check([](const Inputs& v) {
           return cross_entropy(v[0], Indices({1, 0, 2, 2}, {2, 2}),
-                               CrossEntropyOptions().set_reduction(Reduction::None));
+                               CrossEntropyOptions().reduction(Reduction::None));
         },
         {input({2, 3, 2})});
   check([t](const Inputs& v) { return nll_loss(log_softmax(v[0], 1), t); }, {input({3, 5})});
   check([t](const Inputs& v) {
-          return nll_loss(v[0], t, CrossEntropyOptions().set_reduction(Reduction::Sum));
+          return nll_loss(v[0], t, CrossEntropyOptions().reduction(Reduction::Sum));
         },
         {input({3, 5})});
   check([](const Inputs& v) { return mse_loss(v[0], v[1]); }, {input({2, 3}), input({2, 3})});

@@ -69,12 +69,12 @@ TEST(OpsReference, CrossEntropyLabelSmoothing) {
   const auto t = idx("ce_ignore3_smooth_mean");
   check_case("ce_ignore3_smooth_mean", {"x"}, [&](auto& v) {
     return cross_entropy(v[0], t,
-                         CrossEntropyOptions().set_ignore_index(3).set_label_smoothing(0.2f));
+                         CrossEntropyOptions().ignore_index(3).label_smoothing(0.2f));
   });
   const auto t2 = idx("ce_ignore_smooth_sum");
   check_case("ce_ignore_smooth_sum", {"x"}, [&](auto& v) {
     return cross_entropy(
-        v[0], t2, CrossEntropyOptions().set_reduction(Reduction::Sum).set_label_smoothing(0.1f));
+        v[0], t2, CrossEntropyOptions().reduction(Reduction::Sum).label_smoothing(0.1f));
   });
 }
 
@@ -83,18 +83,18 @@ TEST(OpsReference, CrossEntropyLargeLogits) {
   const auto t = idx("ce_big_none");
   check_case("ce_big_none", {"x"}, [&](auto& v) {
     return cross_entropy(
-        v[0], t, CrossEntropyOptions().set_reduction(Reduction::None).set_label_smoothing(0.1f));
+        v[0], t, CrossEntropyOptions().reduction(Reduction::None).label_smoothing(0.1f));
   });
 }
 
 TEST(OpsReference, CrossEntropySpatial) {
   const auto t = idx("ce_nkd_none");
   check_case("ce_nkd_none", {"x"}, [&](auto& v) {
-    return cross_entropy(v[0], t, CrossEntropyOptions().set_reduction(Reduction::None));
+    return cross_entropy(v[0], t, CrossEntropyOptions().reduction(Reduction::None));
   });
   const auto t2 = idx("ce_nkd_smooth_mean");
   check_case("ce_nkd_smooth_mean", {"x"}, [&](auto& v) {
-    return cross_entropy(v[0], t2, CrossEntropyOptions().set_label_smoothing(0.3f));
+    return cross_entropy(v[0], t2, CrossEntropyOptions().label_smoothing(0.3f));
   });
 }
 

@@ -212,17 +212,17 @@ TEST(Optim, DefaultsAsPyTorch) {
   Tensor w = zeros({2}, true);
   AdamW adamw({w});
   const auto& o = static_cast<const AdamWOptions&>(adamw.param_groups()[0].options());
-  EXPECT_EQ(o.weight_decay_, 1e-2);
+  EXPECT_EQ(o.weight_decay(), 1e-2);
   EXPECT_EQ(o.lr(), 1e-3);
-  EXPECT_EQ(o.beta1_, 0.9);
-  EXPECT_EQ(o.beta2_, 0.999);
-  EXPECT_EQ(o.eps_, 1e-8);
+  EXPECT_EQ(o.betas().first, 0.9);
+  EXPECT_EQ(o.betas().second, 0.999);
+  EXPECT_EQ(o.eps(), 1e-8);
   Adam adam({w});
-  EXPECT_EQ(static_cast<const AdamOptions&>(adam.param_groups()[0].options()).weight_decay_, 0.0);
+  EXPECT_EQ(static_cast<const AdamOptions&>(adam.param_groups()[0].options()).weight_decay(), 0.0);
   RMSprop rms({w});
   const auto& r = static_cast<const RMSpropOptions&>(rms.param_groups()[0].options());
   EXPECT_EQ(r.lr(), 1e-2);
-  EXPECT_EQ(r.alpha_, 0.99);
+  EXPECT_EQ(r.alpha(), 0.99);
 }
 
 TEST(Optim, GroupsAreChecked) {
@@ -351,7 +351,7 @@ TEST(OptimState, LoadRestoresGroupOptions) {
   dst.load_state_dict(src.state_dict());
   const auto& o = static_cast<const SGDOptions&>(dst.param_groups()[0].options());
   EXPECT_EQ(o.lr(), 0.3);
-  EXPECT_EQ(o.momentum_, 0.5);
+  EXPECT_EQ(o.momentum(), 0.5);
 }
 
 namespace {

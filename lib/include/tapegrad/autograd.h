@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "tapegrad/arg.h"
 #include "tapegrad/tensor.h"
 
 namespace tg {
@@ -95,13 +96,13 @@ Tensor custom_op(const std::string& name, const Tensor& value, const std::vector
 // ---- gradient checks -------------------------------------------------------------------------
 
 struct GradcheckOptions {
-  double eps = 1e-3;   // central-difference step (float32 data)
-  double atol = 1e-3;  // |numeric - analytic| <= atol + rtol * |numeric|
-  double rtol = 1e-2;
-  uint64_t seed = 1234;  // for the random projection of the output
-  GradcheckOptions& set_eps(double v) { eps = v; return *this; }
-  GradcheckOptions& set_atol(double v) { atol = v; return *this; }
-  GradcheckOptions& set_rtol(double v) { rtol = v; return *this; }
+  /// The central-difference step (float32 data).
+  TG_ARG(double, eps) = 1e-3;
+  /// An element passes if |numeric - analytic| <= atol + rtol * |numeric|.
+  TG_ARG(double, atol) = 1e-3;
+  TG_ARG(double, rtol) = 1e-2;
+  /// Seeds the random projection of the output.
+  TG_ARG(uint64_t, seed) = 1234;
 };
 
 struct GradcheckResult {

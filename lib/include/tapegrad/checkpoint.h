@@ -61,6 +61,7 @@
 #include <utility>
 #include <vector>
 
+#include "tapegrad/arg.h"
 #include "tapegrad/nn/module.h"
 #include "tapegrad/random.h"
 #include "tapegrad/state_dict.h"
@@ -72,8 +73,7 @@ namespace tg {
 struct LoadOptions {
   /// strict (default): any missing, unexpected or mis-shaped key throws tg::CheckpointError
   /// and nothing is loaded. Non-strict: load what fits and report the rest.
-  LoadOptions& strict(bool on) { strict_ = on; return *this; }
-  bool strict_ = true;
+  TG_ARG(bool, strict) = true;
 };
 
 /// What a module load did. In strict mode a successful load has only `loaded`.

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "tapegrad/arg.h"
 #include "tapegrad/state_dict.h"
 #include "tapegrad/tensor.h"
 
@@ -86,12 +87,6 @@ class SequenceDataset {
 
 struct DataLoaderOptions {
   explicit DataLoaderOptions(int64_t batch_size = 1) : batch_size_(batch_size) {}
-  DataLoaderOptions& batch_size(int64_t v) { batch_size_ = v; return *this; }
-  DataLoaderOptions& shuffle(bool v) { shuffle_ = v; return *this; }
-  /// Drop the last batch of an epoch if it is smaller than batch_size.
-  DataLoaderOptions& drop_last(bool v) { drop_last_ = v; return *this; }
-  /// Shuffle from a generator of its own, seeded with (seed, epoch).
-  DataLoaderOptions& seed(uint64_t v) { seed_ = v; return *this; }
   /// Data parallelism: this loader yields only rank `rank`'s share of every epoch, the samples
   /// at positions rank, rank + world_size, rank + 2 world_size, ... of the epoch's order
   /// (which every rank draws alike: shuffling then needs seed()). The last N mod world_size
@@ -102,11 +97,18 @@ struct DataLoaderOptions {
     rank_ = rank, world_size_ = world_size;
     return *this;
   }
+  /// The shard set by shard(): this loader's rank, and how many there are.
+  int64_t rank() const noexcept { return rank_; }
+  int64_t world_size() const noexcept { return world_size_; }
 
-  int64_t batch_size_;
-  bool shuffle_ = false;
-  bool drop_last_ = false;
-  std::optional<uint64_t> seed_;
+  TG_ARG(int64_t, batch_size);
+  TG_ARG(bool, shuffle) = false;
+  /// Drop the last batch of an epoch if it is smaller than batch_size.
+  TG_ARG(bool, drop_last) = false;
+  /// Shuffle from a generator of its own, seeded with (seed, epoch).
+  TG_ARG(std::optional<uint64_t>, seed);
+
+ private:
   int64_t rank_ = 0;
   int64_t world_size_ = 1;
 };
@@ -126,7 +128,7 @@ class BatchSampler {
   /// The index of the next batch within the epoch.
   int64_t batch_index() const { return batch_; }
   /// The samples this loader hands out per epoch: N, or N / world_size when sharded.
-  int64_t num_samples() const { return n_ / options_.world_size_; }
+  int64_t num_samples() const { return n_ / options_.world_size(); }
 
   /// strings "type" = "DataLoader"; numbers "num_samples", "batch_size", "drop_last",
   /// "shuffle", "epoch", "batch_index", "in_epoch", and "world_size" when sharded; tensors

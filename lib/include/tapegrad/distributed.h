@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "tapegrad/arg.h"
 #include "tapegrad/error.h"
 #include "tapegrad/nn/module.h"
 #include "tapegrad/tensor.h"
@@ -126,16 +127,12 @@ struct DDPOptions {
   /// Gradients travel in buckets of at most this many bytes (a parameter larger than that
   /// gets a bucket of its own). PyTorch's default, 25 MiB; smaller buckets mean more,
   /// shorter messages.
-  DDPOptions& bucket_bytes(int64_t v) { bucket_bytes_ = v; return *this; }
+  TG_ARG(int64_t, bucket_bytes) = 25 << 20;
   /// Copy rank 0's parameters and buffers to every rank when the wrapper is built.
-  DDPOptions& broadcast_on_init(bool v) { broadcast_on_init_ = v; return *this; }
+  TG_ARG(bool, broadcast_on_init) = true;
   /// Every n-th sync_gradients() first checks that parameters are identical on all ranks
   /// (verify_state); 0 = never.
-  DDPOptions& verify_every(int64_t n) { verify_every_ = n; return *this; }
-
-  int64_t bucket_bytes_ = 25 << 20;
-  bool broadcast_on_init_ = true;
-  int64_t verify_every_ = 0;
+  TG_ARG(int64_t, verify_every) = 0;
 };
 
 /// Data parallelism for one module: every rank holds a replica; after backward,
@@ -169,7 +166,7 @@ class DistributedDataParallel {
   /// the mean over ranks. Counts its calls for verify_every.
   void sync_gradients();
   /// rank 0's parameters and buffers to every rank.
-  void broadcast_state() { distributed::broadcast_state(*module_, 0, options_.bucket_bytes_); }
+  void broadcast_state() { distributed::broadcast_state(*module_, 0, options_.bucket_bytes()); }
   /// tg::DistributedError on every rank unless all replicas are bitwise identical.
   void verify_state() const { distributed::verify_state(*module_); }
 

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "tapegrad/arg.h"
 #include "tapegrad/tensor.h"
 
 namespace tg {
@@ -108,12 +109,11 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 enum class Reduction { None, Mean, Sum };
 
 struct CrossEntropyOptions {
-  Reduction reduction = Reduction::Mean;
-  int64_t ignore_index = -100;
-  float label_smoothing = 0.0f;
-  CrossEntropyOptions& set_reduction(Reduction r) { reduction = r; return *this; }
-  CrossEntropyOptions& set_ignore_index(int64_t i) { ignore_index = i; return *this; }
-  CrossEntropyOptions& set_label_smoothing(float s) { label_smoothing = s; return *this; }
+  TG_ARG(Reduction, reduction) = Reduction::Mean;
+  /// Targets equal to it add nothing to the loss or its gradient.
+  TG_ARG(int64_t, ignore_index) = -100;
+  /// Mixes the one-hot target with the uniform distribution: (1 - s) one_hot + s / K.
+  TG_ARG(float, label_smoothing) = 0.0f;
 };
 
 /// logits (N, K) or (N, K, d...) with class targets (N) or (N, d...), as in PyTorch.

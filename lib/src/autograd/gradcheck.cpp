@@ -22,7 +22,7 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
   }
 
   Tensor out = fn(inputs);
-  Generator gen(opt.seed);
+  Generator gen(opt.seed());
   std::vector<float> r(static_cast<size_t>(out.numel()));
   for (auto& v : r) v = gen.uniform(-1.0f, 1.0f);
   const Tensor projection = tensor(r, out.shape());
@@ -44,16 +44,16 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
     float* px = x.data_ptr();
     for (int64_t i = 0; i < x.numel(); ++i) {
       const float orig = px[i];
-      px[i] = orig + static_cast<float>(opt.eps);
+      px[i] = orig + static_cast<float>(opt.eps());
       const double plus = project();
-      px[i] = orig - static_cast<float>(opt.eps);
+      px[i] = orig - static_cast<float>(opt.eps());
       const double minus = project();
       px[i] = orig;
-      const double numeric = (plus - minus) / (2 * opt.eps);
+      const double numeric = (plus - minus) / (2 * opt.eps());
       const double analytic = g.defined() ? g.data_ptr()[i] : 0.0;
       const double err = std::abs(numeric - analytic);
       result.max_abs_error = std::max(result.max_abs_error, err);
-      if (!(err <= opt.atol + opt.rtol * std::abs(numeric))) {
+      if (!(err <= opt.atol() + opt.rtol() * std::abs(numeric))) {
         result.ok = false;
         if (++mismatches <= 5)
           report << "input " << k << " " << to_string(x.shape()) << " element " << i

@@ -116,31 +116,31 @@ SequenceBatch SequenceDataset::get_batch(const std::vector<int64_t>& indices) co
 
 BatchSampler::BatchSampler(int64_t num_samples, const DataLoaderOptions& options)
     : n_(num_samples), options_(options) {
-  if (options_.batch_size_ < 1)
-    throw ValueError("DataLoader: batch_size must be >= 1, got " + std::to_string(options_.batch_size_));
+  if (options_.batch_size() < 1)
+    throw ValueError("DataLoader: batch_size must be >= 1, got " + std::to_string(options_.batch_size()));
   if (n_ < 0) throw ValueError("DataLoader: negative dataset size " + std::to_string(n_));
-  const int64_t w = options_.world_size_, r = options_.rank_;
+  const int64_t w = options_.world_size(), r = options_.rank();
   if (w < 1 || r < 0 || r >= w)
     throw ValueError("DataLoader: shard(rank, world_size) needs world_size >= 1 and 0 <= rank < "
                      "world_size, got rank " + std::to_string(r) + ", world_size " + std::to_string(w));
-  if (w > 1 && options_.shuffle_ && !options_.seed_)
+  if (w > 1 && options_.shuffle() && !options_.seed())
     throw ValueError("DataLoader: a sharded loader that shuffles needs seed(s), so that every rank "
                      "draws the same order (the global generator may differ between ranks)");
 }
 
 int64_t BatchSampler::num_batches() const {
-  const int64_t b = options_.batch_size_, n = num_samples();
-  return options_.drop_last_ ? n / b : (n + b - 1) / b;
+  const int64_t b = options_.batch_size(), n = num_samples();
+  return options_.drop_last() ? n / b : (n + b - 1) / b;
 }
 
 void BatchSampler::begin_epoch() {
   if (in_epoch_) return;
   order_.resize(n_);
   for (int64_t i = 0; i < n_; ++i) order_[i] = i;
-  if (options_.shuffle_) {
+  if (options_.shuffle()) {
     // Fisher-Yates from the back.
-    Generator own(options_.seed_ ? *options_.seed_ ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(epoch_ + 1)) : 0);
-    Generator& gen = options_.seed_ ? own : default_generator();
+    Generator own(options_.seed() ? *options_.seed() ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(epoch_ + 1)) : 0);
+    Generator& gen = options_.seed() ? own : default_generator();
     for (int64_t i = n_ - 1; i > 0; --i)
       std::swap(order_[i], order_[gen.below(static_cast<uint64_t>(i + 1))]);
   }
@@ -154,10 +154,10 @@ void BatchSampler::begin_epoch() {
 
 std::vector<int64_t> BatchSampler::next() {
   if (!in_epoch_) throw ValueError("DataLoader: next batch requested outside an epoch");
-  const int64_t b = options_.batch_size_, w = options_.world_size_;
+  const int64_t b = options_.batch_size(), w = options_.world_size();
   const int64_t start = batch_ * b, stop = std::min(num_samples(), start + b);
   std::vector<int64_t> indices;  // positions rank + w * i of the epoch's order (w = 1: all)
-  for (int64_t i = start; i < stop; ++i) indices.push_back(order_[i * w + options_.rank_]);
+  for (int64_t i = start; i < stop; ++i) indices.push_back(order_[i * w + options_.rank()]);
   if (++batch_ == num_batches()) {
     in_epoch_ = false;
     ++epoch_;
@@ -170,14 +170,14 @@ StateDict BatchSampler::state_dict() const {
   StateDict d;
   d.strings["type"] = "DataLoader";
   d.numbers["num_samples"] = static_cast<double>(n_);
-  d.numbers["batch_size"] = static_cast<double>(options_.batch_size_);
-  d.numbers["drop_last"] = options_.drop_last_ ? 1 : 0;
-  d.numbers["shuffle"] = options_.shuffle_ ? 1 : 0;
+  d.numbers["batch_size"] = static_cast<double>(options_.batch_size());
+  d.numbers["drop_last"] = options_.drop_last() ? 1 : 0;
+  d.numbers["shuffle"] = options_.shuffle() ? 1 : 0;
   d.numbers["epoch"] = static_cast<double>(epoch_);
   d.numbers["batch_index"] = static_cast<double>(batch_);
   d.numbers["in_epoch"] = in_epoch_ ? 1 : 0;
-  if (options_.world_size_ > 1) d.numbers["world_size"] = static_cast<double>(options_.world_size_);
-  if (in_epoch_ && options_.shuffle_) {
+  if (options_.world_size() > 1) d.numbers["world_size"] = static_cast<double>(options_.world_size());
+  if (in_epoch_ && options_.shuffle()) {
     if (n_ > (int64_t(1) << 24))
       throw ValueError("DataLoader::state_dict: cannot save the permutation of " +
                        std::to_string(n_) + " samples (at most 2^24 fit a float32 tensor)");
@@ -199,13 +199,13 @@ void BatchSampler::load_state_dict(const StateDict& d) {
           ", this loader has " + std::to_string(want));
   };
   expect("num_samples", static_cast<double>(n_), "a dataset size of");
-  expect("batch_size", static_cast<double>(options_.batch_size_), "a batch size of");
-  expect("drop_last", options_.drop_last_ ? 1 : 0, "drop_last =");
-  expect("shuffle", options_.shuffle_ ? 1 : 0, "shuffle =");
+  expect("batch_size", static_cast<double>(options_.batch_size()), "a batch size of");
+  expect("drop_last", options_.drop_last() ? 1 : 0, "drop_last =");
+  expect("shuffle", options_.shuffle() ? 1 : 0, "shuffle =");
   const double world = d.numbers.count("world_size") ? d.number_at("world_size", owner) : 1.0;
-  if (world != static_cast<double>(options_.world_size_))
+  if (world != static_cast<double>(options_.world_size()))
     bad("key 'world_size': the state is for " + std::to_string(world) + " shards, this loader has " +
-        std::to_string(options_.world_size_));
+        std::to_string(options_.world_size()));
   const double epoch = d.number_at("epoch", owner), batch = d.number_at("batch_index", owner),
                in_epoch = d.number_at("in_epoch", owner);
   if (!(epoch >= 0 && std::floor(epoch) == epoch && epoch < 9e15))
@@ -217,7 +217,7 @@ void BatchSampler::load_state_dict(const StateDict& d) {
         "), got " + std::to_string(batch));
   std::vector<int64_t> order(n_);
   for (int64_t i = 0; i < n_; ++i) order[i] = i;
-  const bool want_perm = in_epoch && options_.shuffle_;
+  const bool want_perm = in_epoch && options_.shuffle();
   auto it = d.tensors.find("permutation");
   if (want_perm) {
     if (it == d.tensors.end()) bad("missing tensor key 'permutation'");

@@ -133,7 +133,7 @@ LoadPlan plan_load(const nn::Module& module, const NamedTensors& entries,
                   ", the model has no such parameter or buffer";
       ++n_problems;
     }
-  if (options.strict_ && n_problems > 0)
+  if (options.strict() && n_problems > 0)
     throw CheckpointError(source + ": " + std::to_string(n_problems) +
                           (n_problems == 1 ? " entry does" : " entries do") + " not fit the " +
                           module.type_name() + " (nothing was loaded):" + problems);

@@ -46,26 +46,26 @@ Tensor as_additive(const AttnMask& m) {
 
 MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& o)
     : Module("MultiheadAttention"), options(o) {
-  if (o.embed_dim_ <= 0 || o.num_heads_ <= 0)
+  if (o.embed_dim() <= 0 || o.num_heads() <= 0)
     value_error("embed_dim and num_heads must be positive, got embed_dim=" +
-                std::to_string(o.embed_dim_) + ", num_heads=" + std::to_string(o.num_heads_));
-  if (o.embed_dim_ % o.num_heads_ != 0)
-    value_error("embed_dim (" + std::to_string(o.embed_dim_) + ") must be divisible by num_heads (" +
-                std::to_string(o.num_heads_) + ")");
-  if (!(o.dropout_ >= 0.0f && o.dropout_ <= 1.0f))
-    value_error("dropout must be in [0, 1], got " + fmt(o.dropout_));
-  head_dim = o.embed_dim_ / o.num_heads_;
-  const int64_t C = o.embed_dim_;
-  q_proj = register_module("q_proj", std::make_shared<Linear>(LinearOptions(C, C).bias(o.bias_)));
-  k_proj = register_module("k_proj", std::make_shared<Linear>(LinearOptions(C, C).bias(o.bias_)));
-  v_proj = register_module("v_proj", std::make_shared<Linear>(LinearOptions(C, C).bias(o.bias_)));
-  out_proj = register_module("out_proj", std::make_shared<Linear>(LinearOptions(C, C).bias(o.bias_)));
+                std::to_string(o.embed_dim()) + ", num_heads=" + std::to_string(o.num_heads()));
+  if (o.embed_dim() % o.num_heads() != 0)
+    value_error("embed_dim (" + std::to_string(o.embed_dim()) + ") must be divisible by num_heads (" +
+                std::to_string(o.num_heads()) + ")");
+  if (!(o.dropout() >= 0.0f && o.dropout() <= 1.0f))
+    value_error("dropout must be in [0, 1], got " + fmt(o.dropout()));
+  head_dim = o.embed_dim() / o.num_heads();
+  const int64_t C = o.embed_dim();
+  q_proj = register_module("q_proj", std::make_shared<Linear>(LinearOptions(C, C).bias(o.bias())));
+  k_proj = register_module("k_proj", std::make_shared<Linear>(LinearOptions(C, C).bias(o.bias())));
+  v_proj = register_module("v_proj", std::make_shared<Linear>(LinearOptions(C, C).bias(o.bias())));
+  out_proj = register_module("out_proj", std::make_shared<Linear>(LinearOptions(C, C).bias(o.bias())));
   reset_parameters();
 }
 
 void MultiheadAttention::reset_parameters() {
   // Xavier-uniform over the packed (3C, C) in_proj_weight: fan_in = C, fan_out = 3C.
-  const float C = static_cast<float>(options.embed_dim_);
+  const float C = static_cast<float>(options.embed_dim());
   const float bound = std::sqrt(6.0f / (C + 3.0f * C));
   for (const auto& p : {q_proj, k_proj, v_proj}) {
     init::uniform_(p->weight, -bound, bound);
@@ -80,7 +80,7 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   if (!query.defined() || !key.defined() || !value.defined())
     value_error("query, key and value must be defined");
   const Shape qs = query.shape(), ks = key.shape(), vs = value.shape();
-  const int64_t C = options.embed_dim_, H = options.num_heads_;
+  const int64_t C = options.embed_dim(), H = options.num_heads();
   const std::string all = "query " + to_string(qs) + ", key " + to_string(ks) + ", value " + to_string(vs);
   if (qs.size() != 3 || ks.size() != 3 || vs.size() != 3)
     shape_error("query, key and value must be 3-D (B, T, C) (batch first), got " + all);
@@ -94,8 +94,8 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
 
   // Masks, checked here so errors name this module, then merged into one for the kernel.
   AttnMask mask;
-  if (o.attn_mask_.defined()) {
-    Tensor m = o.attn_mask_.values;
+  if (o.attn_mask().defined()) {
+    Tensor m = o.attn_mask().values;
     const Shape ms = m.shape();
     const bool ok = (ms.size() == 2 && broadcasts_to(ms, {Tq, Tk})) ||
                     (ms.size() == 3 && ms == Shape{B * H, Tq, Tk}) ||
@@ -105,14 +105,14 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
                   ", (B·H, Tq, Tk) = " + to_string({B * H, Tq, Tk}) + " or 4-D broadcast to " +
                   to_string({B, H, Tq, Tk}));
     if (ms.size() == 3) m = reshape(m, {B, H, Tq, Tk});
-    mask = o.attn_mask_.is_boolean() ? AttnMask::boolean(m) : AttnMask::additive(m);
+    mask = o.attn_mask().is_boolean() ? AttnMask::boolean(m) : AttnMask::additive(m);
   }
-  if (o.key_padding_mask_.defined()) {
-    const Shape ms = o.key_padding_mask_.values.shape();
+  if (o.key_padding_mask().defined()) {
+    const Shape ms = o.key_padding_mask().values.shape();
     if (ms != Shape{B, Tk})
       shape_error("key_padding_mask shape " + to_string(ms) + ", expected (B, Tk) = " + to_string({B, Tk}));
-    const Tensor m = reshape(o.key_padding_mask_.values, {B, 1, 1, Tk});
-    const AttnMask kp = o.key_padding_mask_.is_boolean() ? AttnMask::boolean(m) : AttnMask::additive(m);
+    const Tensor m = reshape(o.key_padding_mask().values, {B, 1, 1, Tk});
+    const AttnMask kp = o.key_padding_mask().is_boolean() ? AttnMask::boolean(m) : AttnMask::additive(m);
     mask = mask.defined() ? AttnMask::additive(as_additive(mask) + as_additive(kp)) : kp;
   }
 
@@ -131,51 +131,51 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   s.out_shape = {B, Tq, C};
   s.lead = {B, H};
   AttentionOutput result;
-  const Tensor heads = detail::attention(s, q, k, v, mask, o.causal_, options.dropout_, is_training(),
-                                         o.need_weights_ ? &result.weights : nullptr);
+  const Tensor heads = detail::attention(s, q, k, v, mask, o.causal(), options.dropout(), is_training(),
+                                         o.need_weights() ? &result.weights : nullptr);
   result.output = out_proj->forward(heads);
   return result;
 }
 
 std::string MultiheadAttention::extra_repr() const {
-  return "embed_dim=" + std::to_string(options.embed_dim_) + ", num_heads=" +
-         std::to_string(options.num_heads_) + ", bias=" + (options.bias_ ? "true" : "false") +
-         ", dropout=" + fmt(options.dropout_);
+  return "embed_dim=" + std::to_string(options.embed_dim()) + ", num_heads=" +
+         std::to_string(options.num_heads()) + ", bias=" + (options.bias() ? "true" : "false") +
+         ", dropout=" + fmt(options.dropout());
 }
 
 std::string MultiheadAttention::signature() const {
-  return std::to_string(options.embed_dim_) + ", " + std::to_string(options.num_heads_) + " heads";
+  return std::to_string(options.embed_dim()) + ", " + std::to_string(options.num_heads()) + " heads";
 }
 
 // ---- FeedForward -----------------------------------------------------------------------------
 
 FeedForward::FeedForward(const FeedForwardOptions& o) : UnaryModule("FeedForward"), options(o) {
-  if (o.d_model_ <= 0 || o.d_ff_ <= 0)
-    value_error("d_model and d_ff must be positive, got d_model=" + std::to_string(o.d_model_) +
-                ", d_ff=" + std::to_string(o.d_ff_));
-  if (o.activation_ != "gelu" && o.activation_ != "relu")
-    value_error("activation must be \"gelu\" or \"relu\", got \"" + o.activation_ + "\"");
-  if (!(o.dropout_ >= 0.0f && o.dropout_ <= 1.0f))
-    value_error("dropout must be in [0, 1], got " + fmt(o.dropout_));
-  fc1 = register_module("fc1", std::make_shared<Linear>(o.d_model_, o.d_ff_));
-  fc2 = register_module("fc2", std::make_shared<Linear>(o.d_ff_, o.d_model_));
+  if (o.d_model() <= 0 || o.d_ff() <= 0)
+    value_error("d_model and d_ff must be positive, got d_model=" + std::to_string(o.d_model()) +
+                ", d_ff=" + std::to_string(o.d_ff()));
+  if (o.activation() != "gelu" && o.activation() != "relu")
+    value_error("activation must be \"gelu\" or \"relu\", got \"" + o.activation() + "\"");
+  if (!(o.dropout() >= 0.0f && o.dropout() <= 1.0f))
+    value_error("dropout must be in [0, 1], got " + fmt(o.dropout()));
+  fc1 = register_module("fc1", std::make_shared<Linear>(o.d_model(), o.d_ff()));
+  fc2 = register_module("fc2", std::make_shared<Linear>(o.d_ff(), o.d_model()));
 }
 
 Tensor FeedForward::forward(const Tensor& x) {
   const auto scope = this->scope();  // names this module in anomaly reports
   Tensor h = fc1->forward(x);
-  h = options.activation_ == "gelu" ? gelu(h) : relu(h);
-  return fc2->forward(dropout(h, options.dropout_, is_training()));
+  h = options.activation() == "gelu" ? gelu(h) : relu(h);
+  return fc2->forward(dropout(h, options.dropout(), is_training()));
 }
 
 std::string FeedForward::extra_repr() const {
-  return "d_model=" + std::to_string(options.d_model_) + ", d_ff=" + std::to_string(options.d_ff_) +
-         ", activation=" + options.activation_ + ", dropout=" + fmt(options.dropout_);
+  return "d_model=" + std::to_string(options.d_model()) + ", d_ff=" + std::to_string(options.d_ff()) +
+         ", activation=" + options.activation() + ", dropout=" + fmt(options.dropout());
 }
 
 std::string FeedForward::signature() const {
-  return std::to_string(options.d_model_) + "→" + std::to_string(options.d_ff_) + "→" +
-         std::to_string(options.d_model_);
+  return std::to_string(options.d_model()) + "→" + std::to_string(options.d_ff()) + "→" +
+         std::to_string(options.d_model());
 }
 
 // ---- TransformerBlock ------------------------------------------------------------------------
@@ -183,21 +183,21 @@ std::string FeedForward::signature() const {
 TransformerBlock::TransformerBlock(const TransformerBlockOptions& o)
     : UnaryModule("TransformerBlock"), options(o) {
   // Checked here too, so that the error names this block rather than an unattached submodule.
-  if (o.d_model_ <= 0 || o.num_heads_ <= 0 || o.d_model_ % o.num_heads_ != 0)
-    value_error("d_model (" + std::to_string(o.d_model_) + ") must be a positive multiple of num_heads (" +
-                std::to_string(o.num_heads_) + ")");
-  if (!(o.dropout_ >= 0.0f && o.dropout_ <= 1.0f))
-    value_error("dropout must be in [0, 1], got " + fmt(o.dropout_));
-  ln1 = register_module("ln1", std::make_shared<LayerNorm>(LayerNormOptions({o.d_model_}).eps(o.layer_norm_eps_)));
+  if (o.d_model() <= 0 || o.num_heads() <= 0 || o.d_model() % o.num_heads() != 0)
+    value_error("d_model (" + std::to_string(o.d_model()) + ") must be a positive multiple of num_heads (" +
+                std::to_string(o.num_heads()) + ")");
+  if (!(o.dropout() >= 0.0f && o.dropout() <= 1.0f))
+    value_error("dropout must be in [0, 1], got " + fmt(o.dropout()));
+  ln1 = register_module("ln1", std::make_shared<LayerNorm>(LayerNormOptions({o.d_model()}).eps(o.layer_norm_eps())));
   attn = register_module("attn", std::make_shared<MultiheadAttention>(
-                                     MultiheadAttentionOptions(o.d_model_, o.num_heads_)
-                                         .bias(o.bias_)
-                                         .dropout(o.dropout_)));
-  ln2 = register_module("ln2", std::make_shared<LayerNorm>(LayerNormOptions({o.d_model_}).eps(o.layer_norm_eps_)));
+                                     MultiheadAttentionOptions(o.d_model(), o.num_heads())
+                                         .bias(o.bias())
+                                         .dropout(o.dropout())));
+  ln2 = register_module("ln2", std::make_shared<LayerNorm>(LayerNormOptions({o.d_model()}).eps(o.layer_norm_eps())));
   ffn = register_module("ffn", std::make_shared<FeedForward>(
-                                   FeedForwardOptions(o.d_model_, o.d_ff_)
-                                       .activation(o.activation_)
-                                       .dropout(o.dropout_)));
+                                   FeedForwardOptions(o.d_model(), o.d_ff())
+                                       .activation(o.activation())
+                                       .dropout(o.dropout())));
 }
 
 Tensor TransformerBlock::forward(const Tensor& x) { return forward(x, AttentionForwardOptions()); }
@@ -206,25 +206,25 @@ Tensor TransformerBlock::forward(const Tensor& x, const AttentionForwardOptions&
   const auto scope = this->scope();  // names this module in anomaly reports
   if (!x.defined()) value_error("input is undefined");
   const Shape s = x.shape();
-  if (s.size() != 3 || s[2] != options.d_model_)
-    shape_error("input must be (B, T, " + std::to_string(options.d_model_) + "), got " + to_string(s));
+  if (s.size() != 3 || s[2] != options.d_model())
+    shape_error("input must be (B, T, " + std::to_string(options.d_model()) + "), got " + to_string(s));
   AttentionForwardOptions o = attention;
-  o.need_weights_ = false;
+  o.need_weights(false);
   const bool train = is_training();
   const Tensor h = ln1->forward(x);
-  Tensor y = x + dropout(attn->forward(h, h, h, o).output, options.dropout_, train);
-  return y + dropout(ffn->forward(ln2->forward(y)), options.dropout_, train);
+  Tensor y = x + dropout(attn->forward(h, h, h, o).output, options.dropout(), train);
+  return y + dropout(ffn->forward(ln2->forward(y)), options.dropout(), train);
 }
 
 std::string TransformerBlock::extra_repr() const {
-  return "d_model=" + std::to_string(options.d_model_) + ", num_heads=" +
-         std::to_string(options.num_heads_) + ", d_ff=" + std::to_string(options.d_ff_) +
-         ", activation=" + options.activation_ + ", dropout=" + fmt(options.dropout_);
+  return "d_model=" + std::to_string(options.d_model()) + ", num_heads=" +
+         std::to_string(options.num_heads()) + ", d_ff=" + std::to_string(options.d_ff()) +
+         ", activation=" + options.activation() + ", dropout=" + fmt(options.dropout());
 }
 
 std::string TransformerBlock::signature() const {
-  return std::to_string(options.d_model_) + ", " + std::to_string(options.num_heads_) + " heads, d_ff " +
-         std::to_string(options.d_ff_);
+  return std::to_string(options.d_model()) + ", " + std::to_string(options.num_heads()) + " heads, d_ff " +
+         std::to_string(options.d_ff());
 }
 
 }  // namespace nn

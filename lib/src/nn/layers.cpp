@@ -23,16 +23,16 @@ std::string fmt_float(float v) {
 // ---- Embedding -------------------------------------------------------------------------------
 
 Embedding::Embedding(const EmbeddingOptions& o) : Module("Embedding"), options(o) {
-  const int64_t V = o.num_embeddings_, C = o.embedding_dim_;
+  const int64_t V = o.num_embeddings(), C = o.embedding_dim();
   if (V <= 0 || C <= 0)
     value_error("num_embeddings and embedding_dim must be positive, got " + std::to_string(V) +
                 " and " + std::to_string(C));
-  if (o.padding_idx_) {
-    const int64_t p = *o.padding_idx_;
+  if (o.padding_idx()) {
+    const int64_t p = *o.padding_idx();
     if (p < -V || p >= V)
       value_error("padding_idx must be in [-" + std::to_string(V) + ", " + std::to_string(V) +
                   "), got " + std::to_string(p));
-    options.padding_idx_ = p < 0 ? p + V : p;  // PyTorch: padding_idx = V + padding_idx
+    options.padding_idx(p < 0 ? p + V : p);  // PyTorch: padding_idx = V + padding_idx
   }
   weight = register_parameter("weight", zeros({V, C}));
   reset_parameters();
@@ -40,9 +40,9 @@ Embedding::Embedding(const EmbeddingOptions& o) : Module("Embedding"), options(o
 
 void Embedding::reset_parameters() {
   init::normal_(weight);
-  if (options.padding_idx_) {
-    const int64_t C = options.embedding_dim_;
-    float* row = weight.data_ptr() + *options.padding_idx_ * C;
+  if (options.padding_idx()) {
+    const int64_t C = options.embedding_dim();
+    float* row = weight.data_ptr() + *options.padding_idx() * C;
     std::fill(row, row + C, 0.0f);
   }
 }
@@ -50,7 +50,7 @@ void Embedding::reset_parameters() {
 // (S...) -> (S..., C)
 Tensor Embedding::forward(const Indices& ids) const {
   const auto scope = this->scope();  // names this module in anomaly reports
-  const int64_t V = options.num_embeddings_;
+  const int64_t V = options.num_embeddings();
   for (size_t i = 0; i < ids.values.size(); ++i) {
     const int64_t id = ids.values[i];
     if (id < 0 || id >= V)
@@ -58,29 +58,29 @@ Tensor Embedding::forward(const Indices& ids) const {
                        std::to_string(i) + " of ids shape " + to_string(ids.shape) +
                        " is out of range [0, " + std::to_string(V) + ")");
   }
-  return embedding(weight, ids, options.padding_idx_ ? *options.padding_idx_ : -1);
+  return embedding(weight, ids, options.padding_idx() ? *options.padding_idx() : -1);
 }
 
 std::string Embedding::extra_repr() const {
-  std::string s = std::to_string(options.num_embeddings_) + ", " + std::to_string(options.embedding_dim_);
-  if (options.padding_idx_) s += ", padding_idx=" + std::to_string(*options.padding_idx_);
+  std::string s = std::to_string(options.num_embeddings()) + ", " + std::to_string(options.embedding_dim());
+  if (options.padding_idx()) s += ", padding_idx=" + std::to_string(*options.padding_idx());
   return s;
 }
 
 std::string Embedding::signature() const {
-  return std::to_string(options.num_embeddings_) + "×" + std::to_string(options.embedding_dim_);
+  return std::to_string(options.num_embeddings()) + "×" + std::to_string(options.embedding_dim());
 }
 
 // ---- LayerNorm -------------------------------------------------------------------------------
 
 LayerNorm::LayerNorm(const LayerNormOptions& o) : UnaryModule("LayerNorm"), options(o) {
-  if (o.normalized_shape_.empty()) value_error("normalized_shape must not be empty");
-  for (int64_t d : o.normalized_shape_)
-    if (d <= 0) value_error("normalized_shape must be positive, got " + to_string(o.normalized_shape_));
-  if (!(o.eps_ >= 0.0f)) value_error("eps must be >= 0, got " + fmt_float(o.eps_));
-  if (o.elementwise_affine_) {
-    weight = register_parameter("weight", ones(o.normalized_shape_));
-    bias = register_parameter("bias", zeros(o.normalized_shape_));
+  if (o.normalized_shape().empty()) value_error("normalized_shape must not be empty");
+  for (int64_t d : o.normalized_shape())
+    if (d <= 0) value_error("normalized_shape must be positive, got " + to_string(o.normalized_shape()));
+  if (!(o.eps() >= 0.0f)) value_error("eps must be >= 0, got " + fmt_float(o.eps()));
+  if (o.elementwise_affine()) {
+    weight = register_parameter("weight", ones(o.normalized_shape()));
+    bias = register_parameter("bias", zeros(o.normalized_shape()));
   }
 }
 
@@ -94,30 +94,30 @@ void LayerNorm::reset_parameters() {
 Tensor LayerNorm::forward(const Tensor& x) {
   const auto scope = this->scope();  // names this module in anomaly reports
   if (!x.defined()) value_error("input is undefined");
-  const Shape s = x.shape(), &n = options.normalized_shape_;
+  const Shape s = x.shape(), &n = options.normalized_shape();
   bool ok = s.size() >= n.size();
   for (size_t i = 0; ok && i < n.size(); ++i) ok = s[s.size() - n.size() + i] == n[i];
   if (!ok)
     shape_error("input shape " + to_string(s) + " does not end with normalized_shape " + to_string(n));
-  return layer_norm(x, n, weight, bias, options.eps_);
+  return layer_norm(x, n, weight, bias, options.eps());
 }
 
 std::string LayerNorm::extra_repr() const {
-  return to_string(options.normalized_shape_) + ", eps=" + fmt_float(options.eps_) +
-         ", elementwise_affine=" + (options.elementwise_affine_ ? "true" : "false");
+  return to_string(options.normalized_shape()) + ", eps=" + fmt_float(options.eps()) +
+         ", elementwise_affine=" + (options.elementwise_affine() ? "true" : "false");
 }
 
-std::string LayerNorm::signature() const { return to_string(options.normalized_shape_); }
+std::string LayerNorm::signature() const { return to_string(options.normalized_shape()); }
 
 // ---- Dropout ---------------------------------------------------------------------------------
 
 Dropout::Dropout(const DropoutOptions& o) : UnaryModule("Dropout"), options(o) {
-  if (!(o.p_ >= 0.0f && o.p_ <= 1.0f)) value_error("p must be in [0, 1], got " + fmt_float(o.p_));
+  if (!(o.p() >= 0.0f && o.p() <= 1.0f)) value_error("p must be in [0, 1], got " + fmt_float(o.p()));
 }
 
-Tensor Dropout::forward(const Tensor& x) { return dropout(x, options.p_, is_training()); }
+Tensor Dropout::forward(const Tensor& x) { return dropout(x, options.p(), is_training()); }
 
-std::string Dropout::extra_repr() const { return "p=" + fmt_float(options.p_); }
+std::string Dropout::extra_repr() const { return "p=" + fmt_float(options.p()); }
 
 // ---- activations -----------------------------------------------------------------------------
 
@@ -126,13 +126,13 @@ Tensor Tanh::forward(const Tensor& x) { return tanh(x); }
 Tensor Sigmoid::forward(const Tensor& x) { return sigmoid(x); }
 
 GELU::GELU(const GELUOptions& o) : UnaryModule("GELU"), options(o) {
-  if (o.approximate_ != "none" && o.approximate_ != "tanh")
-    value_error("approximate must be \"none\" or \"tanh\", got \"" + o.approximate_ + "\"");
+  if (o.approximate() != "none" && o.approximate() != "tanh")
+    value_error("approximate must be \"none\" or \"tanh\", got \"" + o.approximate() + "\"");
 }
 
-Tensor GELU::forward(const Tensor& x) { return gelu(x, options.approximate_ == "tanh"); }
+Tensor GELU::forward(const Tensor& x) { return gelu(x, options.approximate() == "tanh"); }
 
-std::string GELU::extra_repr() const { return "approximate=" + options.approximate_; }
+std::string GELU::extra_repr() const { return "approximate=" + options.approximate(); }
 
 // ---- containers ------------------------------------------------------------------------------
 

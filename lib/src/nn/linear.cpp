@@ -8,11 +8,11 @@ namespace tg {
 namespace nn {
 
 Linear::Linear(const LinearOptions& o) : UnaryModule("Linear"), options(o) {
-  if (o.in_features_ <= 0 || o.out_features_ <= 0)
+  if (o.in_features() <= 0 || o.out_features() <= 0)
     value_error("in_features and out_features must be positive, got " +
-                std::to_string(o.in_features_) + " and " + std::to_string(o.out_features_));
-  weight = register_parameter("weight", zeros({o.out_features_, o.in_features_}));
-  if (o.bias_) bias = register_parameter("bias", zeros({o.out_features_}));
+                std::to_string(o.in_features()) + " and " + std::to_string(o.out_features()));
+  weight = register_parameter("weight", zeros({o.out_features(), o.in_features()}));
+  if (o.bias()) bias = register_parameter("bias", zeros({o.out_features()}));
   reset_parameters();
 }
 
@@ -25,21 +25,21 @@ Tensor Linear::forward(const Tensor& x) {
   const auto scope = this->scope();  // names this module in anomaly reports
   if (!x.defined()) value_error("input is undefined");
   const Shape s = x.shape();
-  if (s.empty() || s.back() != options.in_features_)
+  if (s.empty() || s.back() != options.in_features())
     shape_error("input last dim " + (s.empty() ? std::string("(none: 0-d input)") : std::to_string(s.back())) +
-                ", expected " + std::to_string(options.in_features_) + ", input shape " +
+                ", expected " + std::to_string(options.in_features()) + ", input shape " +
                 to_string(s));
   return linear(x, weight, bias);
 }
 
 std::string Linear::extra_repr() const {
-  return "in_features=" + std::to_string(options.in_features_) +
-         ", out_features=" + std::to_string(options.out_features_) +
-         ", bias=" + (options.bias_ ? "true" : "false");
+  return "in_features=" + std::to_string(options.in_features()) +
+         ", out_features=" + std::to_string(options.out_features()) +
+         ", bias=" + (options.bias() ? "true" : "false");
 }
 
 std::string Linear::signature() const {
-  return std::to_string(options.in_features_) + "→" + std::to_string(options.out_features_);
+  return std::to_string(options.in_features()) + "→" + std::to_string(options.out_features());
 }
 
 }  // namespace nn

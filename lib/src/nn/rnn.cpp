@@ -61,35 +61,35 @@ std::string sizes_signature(int64_t in, int64_t hidden) {
 // ---- RNNCell -----------------------------------------------------------------------------------
 
 RNNCell::RNNCell(const RNNCellOptions& o) : Module("RNNCell"), options(o) {
-  check_sizes(*this, o.input_size_, o.hidden_size_);
-  if (o.nonlinearity_ != "tanh" && o.nonlinearity_ != "relu")
-    value_error("nonlinearity must be \"tanh\" or \"relu\", got \"" + o.nonlinearity_ + "\"");
+  check_sizes(*this, o.input_size(), o.hidden_size());
+  if (o.nonlinearity() != "tanh" && o.nonlinearity() != "relu")
+    value_error("nonlinearity must be \"tanh\" or \"relu\", got \"" + o.nonlinearity() + "\"");
   i2h = register_module("i2h", std::make_shared<Linear>(
-                                   LinearOptions(o.input_size_, o.hidden_size_).bias(o.bias_)));
+                                   LinearOptions(o.input_size(), o.hidden_size()).bias(o.bias())));
   h2h = register_module("h2h", std::make_shared<Linear>(
-                                   LinearOptions(o.hidden_size_, o.hidden_size_).bias(o.bias_)));
+                                   LinearOptions(o.hidden_size(), o.hidden_size()).bias(o.bias())));
   reset_parameters();
 }
 
 void RNNCell::reset_parameters() {
-  const float k = 1.0f / std::sqrt(static_cast<float>(options.hidden_size_));
+  const float k = 1.0f / std::sqrt(static_cast<float>(options.hidden_size()));
   for (const Tensor& p : parameters()) init::uniform_(p, -k, k);
 }
 
 // h' = act(i2h(x) + h2h(h))
 Tensor RNNCell::forward(const Tensor& x, const Tensor& h) const {
   const auto scope = this->scope();  // names this module in anomaly reports
-  const Shape hs = check_cell_input(*this, x, options.input_size_, options.hidden_size_);
+  const Shape hs = check_cell_input(*this, x, options.input_size(), options.hidden_size());
   const Tensor pre = i2h->forward(x) + h2h->forward(state_or_zeros(*this, "h", h, hs));
-  return options.nonlinearity_ == "relu" ? relu(pre) : tanh(pre);
+  return options.nonlinearity() == "relu" ? relu(pre) : tanh(pre);
 }
 
 std::string RNNCell::extra_repr() const {
-  return "input_size=" + std::to_string(options.input_size_) +
-         ", hidden_size=" + std::to_string(options.hidden_size_) +
-         ", bias=" + (options.bias_ ? "true" : "false") + ", nonlinearity=" + options.nonlinearity_;
+  return "input_size=" + std::to_string(options.input_size()) +
+         ", hidden_size=" + std::to_string(options.hidden_size()) +
+         ", bias=" + (options.bias() ? "true" : "false") + ", nonlinearity=" + options.nonlinearity();
 }
-std::string RNNCell::signature() const { return sizes_signature(options.input_size_, options.hidden_size_); }
+std::string RNNCell::signature() const { return sizes_signature(options.input_size(), options.hidden_size()); }
 
 // ---- LSTMCell and GRUCell ------------------------------------------------------------------------
 
@@ -97,11 +97,11 @@ namespace {
 /// Registers weight_ih (G, C), weight_hh (G, H), bias_ih, bias_hh (G) in PyTorch's order.
 void register_cell(Module& m, int64_t gates, const LSTMCellOptions& o, Tensor& w_ih, Tensor& w_hh,
                    Tensor& b_ih, Tensor& b_hh) {
-  check_sizes(m, o.input_size_, o.hidden_size_);
-  const int64_t G = gates * o.hidden_size_;
-  w_ih = m.register_parameter("weight_ih", zeros({G, o.input_size_}));
-  w_hh = m.register_parameter("weight_hh", zeros({G, o.hidden_size_}));
-  if (o.bias_) {
+  check_sizes(m, o.input_size(), o.hidden_size());
+  const int64_t G = gates * o.hidden_size();
+  w_ih = m.register_parameter("weight_ih", zeros({G, o.input_size()}));
+  w_hh = m.register_parameter("weight_hh", zeros({G, o.hidden_size()}));
+  if (o.bias()) {
     b_ih = m.register_parameter("bias_ih", zeros({G}));
     b_hh = m.register_parameter("bias_hh", zeros({G}));
   }
@@ -113,8 +113,8 @@ void uniform_all(const Module& m, int64_t hidden_size) {
 }
 
 std::string cell_repr(const LSTMCellOptions& o) {
-  return "input_size=" + std::to_string(o.input_size_) +
-         ", hidden_size=" + std::to_string(o.hidden_size_) + ", bias=" + (o.bias_ ? "true" : "false");
+  return "input_size=" + std::to_string(o.input_size()) +
+         ", hidden_size=" + std::to_string(o.hidden_size()) + ", bias=" + (o.bias() ? "true" : "false");
 }
 }  // namespace
 
@@ -123,61 +123,61 @@ LSTMCell::LSTMCell(const LSTMCellOptions& o) : Module("LSTMCell"), options(o) {
   reset_parameters();
 }
 
-void LSTMCell::reset_parameters() { uniform_all(*this, options.hidden_size_); }
+void LSTMCell::reset_parameters() { uniform_all(*this, options.hidden_size()); }
 
 // [i f g o] = x W_ihᵀ + b_ih + h W_hhᵀ + b_hh;  c' = σ(f) c + σ(i) tanh(g);  h' = σ(o) tanh(c')
 // One step of the fused recurrence: 7 tape nodes instead of about 17 for the same ops.
 LSTMState LSTMCell::forward(const Tensor& x, const LSTMState& state) const {
   const auto scope = this->scope();  // names this module in anomaly reports
-  const Shape hs = check_cell_input(*this, x, options.input_size_, options.hidden_size_);
+  const Shape hs = check_cell_input(*this, x, options.input_size(), options.hidden_size());
   const Tensor h = state_or_zeros(*this, "h", state.h, hs);
   const Tensor c = state_or_zeros(*this, "c", state.c, hs);
   const int64_t B = x.dim() == 1 ? 1 : x.size(0);
-  const Tensor xp = reshape(linear(x, weight_ih, bias_ih), {1, B, 4 * options.hidden_size_});
+  const Tensor xp = reshape(linear(x, weight_ih, bias_ih), {1, B, 4 * options.hidden_size()});
   const Tensor z = detail::lstm_recurrence(xp, h, c, weight_hh, bias_hh);  // (2, B, H): h', c'
   return {reshape(narrow(z, 0, 0, 1), hs), reshape(narrow(z, 0, 1, 1), hs)};
 }
 
 std::string LSTMCell::extra_repr() const { return cell_repr(options); }
-std::string LSTMCell::signature() const { return sizes_signature(options.input_size_, options.hidden_size_); }
+std::string LSTMCell::signature() const { return sizes_signature(options.input_size(), options.hidden_size()); }
 
 GRUCell::GRUCell(const GRUCellOptions& o) : Module("GRUCell"), options(o) {
   register_cell(*this, 3, o, weight_ih, weight_hh, bias_ih, bias_hh);
   reset_parameters();
 }
 
-void GRUCell::reset_parameters() { uniform_all(*this, options.hidden_size_); }
+void GRUCell::reset_parameters() { uniform_all(*this, options.hidden_size()); }
 
 // r, z = σ(x W_ir,izᵀ + b_ir,iz + h W_hr,hzᵀ + b_hr,hz);  n = tanh(x W_inᵀ + b_in + r (h W_hnᵀ + b_hn))
 // h' = (1 - z) n + z h, as one step of the fused recurrence.
 Tensor GRUCell::forward(const Tensor& x, const Tensor& h_in) const {
   const auto scope = this->scope();  // names this module in anomaly reports
-  const Shape hs = check_cell_input(*this, x, options.input_size_, options.hidden_size_);
+  const Shape hs = check_cell_input(*this, x, options.input_size(), options.hidden_size());
   const Tensor h = state_or_zeros(*this, "h", h_in, hs);
   const int64_t B = x.dim() == 1 ? 1 : x.size(0);
-  const Tensor xp = reshape(linear(x, weight_ih, bias_ih), {1, B, 3 * options.hidden_size_});
+  const Tensor xp = reshape(linear(x, weight_ih, bias_ih), {1, B, 3 * options.hidden_size()});
   return reshape(detail::gru_recurrence(xp, h, weight_hh, bias_hh), hs);
 }
 
 std::string GRUCell::extra_repr() const { return cell_repr(options); }
-std::string GRUCell::signature() const { return sizes_signature(options.input_size_, options.hidden_size_); }
+std::string GRUCell::signature() const { return sizes_signature(options.input_size(), options.hidden_size()); }
 
 // ---- RNN, LSTM, GRU ------------------------------------------------------------------------------
 
 RNNBase::RNNBase(const char* type_name, Kind kind, const RNNOptions& o)
     : Module(type_name), options(o), kind_(kind) {
-  check_sizes(*this, o.input_size_, o.hidden_size_);
-  if (o.num_layers_ < 1) value_error("num_layers must be at least 1, got " + std::to_string(o.num_layers_));
-  if (!(o.dropout_ >= 0.0f && o.dropout_ < 1.0f))
-    value_error("dropout must be in [0, 1), got " + std::to_string(o.dropout_));
+  check_sizes(*this, o.input_size(), o.hidden_size());
+  if (o.num_layers() < 1) value_error("num_layers must be at least 1, got " + std::to_string(o.num_layers()));
+  if (!(o.dropout() >= 0.0f && o.dropout() < 1.0f))
+    value_error("dropout must be in [0, 1), got " + std::to_string(o.dropout()));
   const int64_t gates = kind == Kind::LSTM ? 4 : kind == Kind::GRU ? 3 : 1;
-  const int64_t G = gates * o.hidden_size_;
-  for (int64_t l = 0; l < o.num_layers_; ++l) {
+  const int64_t G = gates * o.hidden_size();
+  for (int64_t l = 0; l < o.num_layers(); ++l) {
     const std::string sfx = "_l" + std::to_string(l);
-    const int64_t in = l == 0 ? o.input_size_ : o.hidden_size_;
+    const int64_t in = l == 0 ? o.input_size() : o.hidden_size();
     weight_ih.push_back(register_parameter("weight_ih" + sfx, zeros({G, in})));
-    weight_hh.push_back(register_parameter("weight_hh" + sfx, zeros({G, o.hidden_size_})));
-    if (o.bias_) {
+    weight_hh.push_back(register_parameter("weight_hh" + sfx, zeros({G, o.hidden_size()})));
+    if (o.bias()) {
       bias_ih.push_back(register_parameter("bias_ih" + sfx, zeros({G})));
       bias_hh.push_back(register_parameter("bias_hh" + sfx, zeros({G})));
     } else {
@@ -188,37 +188,37 @@ RNNBase::RNNBase(const char* type_name, Kind kind, const RNNOptions& o)
   reset_parameters();
 }
 
-void RNNBase::reset_parameters() { uniform_all(*this, options.hidden_size_); }
+void RNNBase::reset_parameters() { uniform_all(*this, options.hidden_size()); }
 
 Tensor RNNBase::prepare(const Tensor& x, const std::vector<std::pair<const char*, Tensor>>& states,
                         bool& unbatched) const {
   if (!x.defined()) value_error("input is undefined");
   const Shape s = x.shape();
-  const char* layout = options.batch_first_ ? "(B, T, C)" : "(T, B, C)";
+  const char* layout = options.batch_first() ? "(B, T, C)" : "(T, B, C)";
   if (s.size() != 2 && s.size() != 3)
     shape_error(std::string("input must be ") + layout + " or unbatched (T, C), got shape " +
                 to_string(s));
-  if (s.back() != options.input_size_)
+  if (s.back() != options.input_size())
     shape_error("input last dim " + std::to_string(s.back()) + ", expected " +
-                std::to_string(options.input_size_) + ", input shape " + to_string(s));
+                std::to_string(options.input_size()) + ", input shape " + to_string(s));
   unbatched = s.size() == 2;
-  const int64_t T = unbatched || !options.batch_first_ ? s[0] : s[1];
-  const int64_t B = unbatched ? 1 : options.batch_first_ ? s[0] : s[1];
+  const int64_t T = unbatched || !options.batch_first() ? s[0] : s[1];
+  const int64_t B = unbatched ? 1 : options.batch_first() ? s[0] : s[1];
   if (T == 0 || B == 0) shape_error("empty input, shape " + to_string(s));
-  const Shape expected = unbatched ? Shape{options.num_layers_, options.hidden_size_}
-                                   : Shape{options.num_layers_, B, options.hidden_size_};
+  const Shape expected = unbatched ? Shape{options.num_layers(), options.hidden_size()}
+                                   : Shape{options.num_layers(), B, options.hidden_size()};
   for (const auto& [name, t] : states)
     if (t.defined() && t.shape() != expected)
       shape_error(std::string(name) + " shape " + to_string(t.shape()) + ", expected " +
                   to_string(expected) + " (num_layers, batch, hidden_size) for input shape " +
                   to_string(s));
   if (unbatched) return unsqueeze(x, 1);
-  return options.batch_first_ ? transpose(x, 0, 1) : x;
+  return options.batch_first() ? transpose(x, 0, 1) : x;
 }
 
 void RNNBase::run(const Tensor& x, const Tensor& h0, const Tensor& c0, Tensor& output,
                   Tensor& h_n, Tensor& c_n) const {
-  const int64_t T = x.size(0), B = x.size(1), H = options.hidden_size_, L = options.num_layers_;
+  const int64_t T = x.size(0), B = x.size(1), H = options.hidden_size(), L = options.num_layers();
   auto layer_state = [&](const Tensor& s, int64_t l) {
     if (!s.defined()) return zeros({B, H});
     return L == 1 ? s : narrow(s, 0, l, 1);
@@ -239,8 +239,8 @@ void RNNBase::run(const Tensor& x, const Tensor& h0, const Tensor& c0, Tensor& o
       y = detail::elman_recurrence(kind_ == Kind::Relu, xp, h0l, weight_hh[l], bias_hh[l]);
     }
     hs.push_back(narrow(y, 0, T - 1, 1));
-    const bool drop = l + 1 < L && options.dropout_ > 0.0f && is_training();
-    in = drop ? dropout(y, options.dropout_, true) : y;
+    const bool drop = l + 1 < L && options.dropout() > 0.0f && is_training();
+    in = drop ? dropout(y, options.dropout(), true) : y;
     if (l + 1 == L) output = y;
   }
   h_n = L == 1 ? hs[0] : cat(hs, 0);
@@ -252,7 +252,7 @@ void RNNBase::finish(bool unbatched, Tensor& output, Tensor& h_n, Tensor& c_n) c
     output = squeeze(output, 1);
     h_n = squeeze(h_n, 1);
     if (c_n.defined()) c_n = squeeze(c_n, 1);
-  } else if (options.batch_first_) {
+  } else if (options.batch_first()) {
     output = transpose(output, 0, 1);
   }
 }
@@ -268,21 +268,21 @@ RNNOutput RNNBase::run_hidden(const Tensor& x, const Tensor& h0) const {
 }
 
 std::string RNNBase::extra_repr() const {
-  std::string r = "input_size=" + std::to_string(options.input_size_) +
-                  ", hidden_size=" + std::to_string(options.hidden_size_) +
-                  ", num_layers=" + std::to_string(options.num_layers_) +
-                  ", bias=" + (options.bias_ ? "true" : "false") +
-                  ", batch_first=" + (options.batch_first_ ? "true" : "false");
-  if (options.dropout_ > 0.0f) r += ", dropout=" + std::to_string(options.dropout_);
+  std::string r = "input_size=" + std::to_string(options.input_size()) +
+                  ", hidden_size=" + std::to_string(options.hidden_size()) +
+                  ", num_layers=" + std::to_string(options.num_layers()) +
+                  ", bias=" + (options.bias() ? "true" : "false") +
+                  ", batch_first=" + (options.batch_first() ? "true" : "false");
+  if (options.dropout() > 0.0f) r += ", dropout=" + std::to_string(options.dropout());
   if (kind_ == Kind::Relu) r += ", nonlinearity=relu";
   return r;
 }
-std::string RNNBase::signature() const { return sizes_signature(options.input_size_, options.hidden_size_); }
+std::string RNNBase::signature() const { return sizes_signature(options.input_size(), options.hidden_size()); }
 
 RNN::RNN(const RNNOptions& o)
-    : RNNBase("RNN", o.nonlinearity_ == "relu" ? Kind::Relu : Kind::Tanh, o) {
-  if (o.nonlinearity_ != "tanh" && o.nonlinearity_ != "relu")
-    value_error("nonlinearity must be \"tanh\" or \"relu\", got \"" + o.nonlinearity_ + "\"");
+    : RNNBase("RNN", o.nonlinearity() == "relu" ? Kind::Relu : Kind::Tanh, o) {
+  if (o.nonlinearity() != "tanh" && o.nonlinearity() != "relu")
+    value_error("nonlinearity must be \"tanh\" or \"relu\", got \"" + o.nonlinearity() + "\"");
 }
 
 RNNOutput RNN::forward(const Tensor& x, const Tensor& h0) const {

@@ -144,18 +144,18 @@ struct LossSetup {
 LossSetup setup_loss(const Shape& xs, const Indices& targets, const CrossEntropyOptions& o,
                      const char* op) {
   LossSetup ls{loss_split(xs, targets, op), 0.0f, targets.shape};
-  if (!(o.label_smoothing >= 0.0f && o.label_smoothing <= 1.0f))
+  if (!(o.label_smoothing() >= 0.0f && o.label_smoothing() <= 1.0f))
     throw ValueError(std::string(op) + ": label_smoothing must be in [0, 1], got " +
-                     std::to_string(o.label_smoothing));
+                     std::to_string(o.label_smoothing()));
   const int64_t K = static_cast<int64_t>(ls.s.n);
   size_t counted = 0;
   for (size_t i = 0; i < targets.values.size(); ++i) {
     const int64_t t = targets.values[i];
-    if (t == o.ignore_index) continue;
+    if (t == o.ignore_index()) continue;
     if (t < 0 || t >= K)
       throw IndexError(std::string(op) + ": target " + std::to_string(t) + " at position " +
                        std::to_string(i) + " is out of range for " + std::to_string(K) +
-                       " classes (ignore_index is " + std::to_string(o.ignore_index) + ")");
+                       " classes (ignore_index is " + std::to_string(o.ignore_index()) + ")");
     ++counted;
   }
   ls.scale_denominator = static_cast<float>(counted);
@@ -189,7 +189,7 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEn
   const Shape xs = logits.shape();
   const LossSetup ls = setup_loss(xs, targets, o, "cross_entropy");
   const AxisSplit s = ls.s;
-  const float eps = o.label_smoothing, K = static_cast<float>(s.n);
+  const float eps = o.label_smoothing(), K = static_cast<float>(s.n);
   auto logp = std::make_shared<Array>(Array::from_shape(val(logits).shape()));
   Array per = Array::from_shape(to_xshape(ls.none_shape));
   const float* x = val(logits).data();
@@ -208,7 +208,7 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEn
         all += lp;
       }
       const int64_t t = targets.values[e];
-      if (t == o.ignore_index) {
+      if (t == o.ignore_index()) {
         per.data()[e] = 0.0f;
       } else {
         // Without smoothing the Σ term is left out, not multiplied by 0: a -inf logit of
@@ -218,9 +218,9 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEn
         per.data()[e] = -(1.0f - eps) * logp->data()[base + static_cast<size_t>(t) * s.inner] - smooth;
       }
     }
-  const Reduction red = o.reduction;
+  const Reduction red = o.reduction();
   const float denom = ls.scale_denominator;
-  const int64_t ignore = o.ignore_index;
+  const int64_t ignore = o.ignore_index();
   auto tv = targets.values;
   return record("cross_entropy", reduce_loss(per, red, denom), {logits},
                 [logp, tv, s, eps, K, red, denom, ignore](BackwardContext& ctx) {
@@ -243,7 +243,7 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEn
 // loss = -logp[t]              dlogp = -onehot(t) · upstream
 Tensor nll_loss(const Tensor& log_probs, const Indices& targets, const CrossEntropyOptions& o) {
   require_defined(log_probs, "nll_loss", "the input");
-  if (o.label_smoothing != 0.0f)
+  if (o.label_smoothing() != 0.0f)
     throw ValueError("nll_loss: label_smoothing is not supported (use cross_entropy)");
   const Shape xs = log_probs.shape();
   const LossSetup ls = setup_loss(xs, targets, o, "nll_loss");
@@ -254,13 +254,13 @@ Tensor nll_loss(const Tensor& log_probs, const Indices& targets, const CrossEntr
     for (size_t j = 0; j < s.inner; ++j) {
       const size_t e = o2 * s.inner + j;
       const int64_t t = targets.values[e];
-      per.data()[e] = t == o.ignore_index
+      per.data()[e] = t == o.ignore_index()
                           ? 0.0f
                           : -x[(o2 * s.n + static_cast<size_t>(t)) * s.inner + j];
     }
-  const Reduction red = o.reduction;
+  const Reduction red = o.reduction();
   const float denom = ls.scale_denominator;
-  const int64_t ignore = o.ignore_index;
+  const int64_t ignore = o.ignore_index();
   auto tv = targets.values;
   return record("nll_loss", reduce_loss(per, red, denom), {log_probs},
                 [xs, tv, s, red, denom, ignore](BackwardContext& ctx) {

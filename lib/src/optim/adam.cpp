@@ -11,43 +11,26 @@ namespace tg {
 namespace optim {
 
 template <class D>
-std::vector<std::pair<std::string, double>> AdamOptionsBase<D>::to_numbers() const {
-  return {{"lr", this->lr_},
-          {"beta1", beta1_},
-          {"beta2", beta2_},
-          {"eps", eps_},
-          {"weight_decay", weight_decay_},
-          {"amsgrad", amsgrad_ ? 1.0 : 0.0},
-          {"maximize", maximize_ ? 1.0 : 0.0}};
-}
-
-template <class D>
-void AdamOptionsBase<D>::set_number(const std::string& name, double v) {
-  if (name == "lr") this->lr_ = v;
-  else if (name == "beta1") beta1_ = v;
-  else if (name == "beta2") beta2_ = v;
-  else if (name == "eps") eps_ = v;
-  else if (name == "weight_decay") weight_decay_ = v;
-  else if (name == "amsgrad") amsgrad_ = v != 0;
-  else if (name == "maximize") maximize_ = v != 0;
-  else
-    throw ValueError(std::string(this->optimizer_name()) + " has no option '" + name +
-                     "' (options: lr, beta1, beta2, eps, weight_decay, amsgrad, maximize)");
+std::vector<OptimizerOptions::Field> AdamOptionsBase<D>::fields() {
+  return {{"lr", &lr_},
+          {"beta1", &betas_.first},
+          {"beta2", &betas_.second},
+          {"eps", &eps_},
+          {"weight_decay", &weight_decay_},
+          {"amsgrad", &amsgrad_},
+          {"maximize", &maximize_}};
 }
 
 template <class D>
 void AdamOptionsBase<D>::validate() const {
-  auto nonneg = [](const char* name, double v) {
-    if (!(v >= 0) || std::isinf(v))
-      throw ValueError(std::string("invalid ") + name + " " + std::to_string(v) + ", expected a finite value >= 0");
-  };
-  nonneg("lr", this->lr_);
-  nonneg("eps", eps_);
-  nonneg("weight_decay", weight_decay_);
-  if (!(beta1_ >= 0 && beta1_ < 1))
-    throw ValueError("invalid beta1 " + std::to_string(beta1_) + ", expected in [0, 1)");
-  if (!(beta2_ >= 0 && beta2_ < 1))
-    throw ValueError("invalid beta2 " + std::to_string(beta2_) + ", expected in [0, 1)");
+  this->check_nonnegative("lr", lr_);
+  this->check_nonnegative("eps", eps_);
+  this->check_nonnegative("weight_decay", weight_decay_);
+  const auto [beta1, beta2] = betas_;
+  if (!(beta1 >= 0 && beta1 < 1))
+    throw ValueError("invalid beta1 " + std::to_string(beta1) + ", expected in [0, 1)");
+  if (!(beta2 >= 0 && beta2 < 1))
+    throw ValueError("invalid beta2 " + std::to_string(beta2) + ", expected in [0, 1)");
 }
 
 template struct AdamOptionsBase<AdamOptions>;
@@ -61,7 +44,7 @@ void adam_state_names(const OptimizerOptions& options, std::vector<std::string>&
   numbers.push_back("step");
   tensors.push_back("exp_avg");
   tensors.push_back("exp_avg_sq");
-  if (static_cast<const O&>(options).amsgrad_) tensors.push_back("max_exp_avg_sq");
+  if (static_cast<const O&>(options).amsgrad()) tensors.push_back("max_exp_avg_sq");
 }
 
 /// The shared update; `decoupled` selects AdamW's weight decay.
@@ -74,27 +57,27 @@ void adam_update(const O& o, bool decoupled, const Tensor& param, ParamState& st
     state.tensors["exp_avg"] = zeros(param.shape());
     state.tensors["exp_avg_sq"] = zeros(param.shape());
   }
-  if (o.amsgrad_ && !state.tensors["max_exp_avg_sq"].defined())  // amsgrad switched on later
+  if (o.amsgrad() && !state.tensors["max_exp_avg_sq"].defined())  // amsgrad switched on later
     state.tensors["max_exp_avg_sq"] = zeros(param.shape());
-  if (!o.amsgrad_) state.tensors.erase("max_exp_avg_sq");  // the state always fits the options
+  if (!o.amsgrad()) state.tensors.erase("max_exp_avg_sq");  // the state always fits the options
   const double step = (state.numbers["step"] += 1);
   float* p = param.data_ptr();
   const float* g = grad.data_ptr();
   float* m = state.tensors.at("exp_avg").data_ptr();
   float* v = state.tensors.at("exp_avg_sq").data_ptr();
-  float* vmax = o.amsgrad_ ? state.tensors.at("max_exp_avg_sq").data_ptr() : nullptr;
+  float* vmax = o.amsgrad() ? state.tensors.at("max_exp_avg_sq").data_ptr() : nullptr;
 
   // Scalars in double, as Python computes them; rounded to float32 where ATen does.
-  const double bias_correction1 = 1 - std::pow(o.beta1_, step);
-  const double bias_correction2 = 1 - std::pow(o.beta2_, step);
-  const float neg_step_size = static_cast<float>(-(o.lr_ / bias_correction1));
+  const double bias_correction1 = 1 - std::pow(o.betas().first, step);
+  const double bias_correction2 = 1 - std::pow(o.betas().second, step);
+  const float neg_step_size = static_cast<float>(-(o.lr() / bias_correction1));
   const float bc2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
-  const float b1 = static_cast<float>(o.beta1_), one_m_b1 = static_cast<float>(1 - o.beta1_);
-  const float b2 = static_cast<float>(o.beta2_), one_m_b2 = static_cast<float>(1 - o.beta2_);
-  const float eps = static_cast<float>(o.eps_);
-  const float wd = static_cast<float>(o.weight_decay_);
-  const float decay = static_cast<float>(1 - o.lr_ * o.weight_decay_);
-  const bool l2 = !decoupled && o.weight_decay_ != 0;
+  const float b1 = static_cast<float>(o.betas().first), one_m_b1 = static_cast<float>(1 - o.betas().first);
+  const float b2 = static_cast<float>(o.betas().second), one_m_b2 = static_cast<float>(1 - o.betas().second);
+  const float eps = static_cast<float>(o.eps());
+  const float wd = static_cast<float>(o.weight_decay());
+  const float decay = static_cast<float>(1 - o.lr() * o.weight_decay());
+  const bool l2 = !decoupled && o.weight_decay() != 0;
 
   detail::with_flags(
       [&](auto maximize, auto decoupled_wd, auto l2_wd, auto amsgrad) {
@@ -113,7 +96,7 @@ void adam_update(const O& o, bool decoupled, const Tensor& param, ParamState& st
           }
         });
       },
-      o.maximize_, decoupled, l2, vmax != nullptr);
+      o.maximize(), decoupled, l2, vmax != nullptr);
 }
 
 }  // namespace
@@ -122,9 +105,7 @@ Adam::Adam(std::vector<Tensor> params, const AdamOptions& options)
     : Adam(std::vector<ParamGroup>{ParamGroup(std::move(params))}, options) {}
 
 Adam::Adam(std::vector<ParamGroup> groups, const AdamOptions& defaults) : Optimizer("Adam", defaults) {
-  if (std::all_of(groups.begin(), groups.end(), [](const ParamGroup& g) { return g.params().empty(); }))
-    throw ValueError("Adam: got an empty parameter list (no groups, or groups without parameters)");
-  for (const auto& g : groups) add_param_group(g);
+  add_param_groups(groups);
 }
 
 void Adam::state_names(const OptimizerOptions& options, std::vector<std::string>& numbers,
@@ -141,9 +122,7 @@ AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& options)
 
 AdamW::AdamW(std::vector<ParamGroup> groups, const AdamWOptions& defaults)
     : Optimizer("AdamW", defaults) {
-  if (std::all_of(groups.begin(), groups.end(), [](const ParamGroup& g) { return g.params().empty(); }))
-    throw ValueError("AdamW: got an empty parameter list (no groups, or groups without parameters)");
-  for (const auto& g : groups) add_param_group(g);
+  add_param_groups(groups);
 }
 
 void AdamW::state_names(const OptimizerOptions& options, std::vector<std::string>& numbers,

@@ -9,6 +9,36 @@
 namespace tg {
 namespace optim {
 
+// ---- OptimizerOptions -------------------------------------------------------------------------
+
+std::vector<std::pair<std::string, double>> OptimizerOptions::to_numbers() const {
+  std::vector<std::pair<std::string, double>> out;
+  // fields() hands out pointers that could write; here they are only read.
+  for (const Field& f : const_cast<OptimizerOptions*>(this)->fields())
+    out.emplace_back(f.name, f.number ? *f.number : *f.flag ? 1.0 : 0.0);
+  return out;
+}
+
+void OptimizerOptions::set_number(const std::string& name, double value) {
+  const std::vector<Field> table = fields();
+  for (const Field& f : table) {
+    if (name != f.name) continue;
+    if (f.number) *f.number = value;
+    else *f.flag = value != 0;
+    return;
+  }
+  std::string names;
+  for (const Field& f : table) names += (names.empty() ? "" : ", ") + std::string(f.name);
+  throw ValueError(std::string(optimizer_name()) + " has no option '" + name + "' (options: " +
+                   names + ")");
+}
+
+void OptimizerOptions::check_nonnegative(const char* name, double v) {
+  if (!(v >= 0) || std::isinf(v))
+    throw ValueError(std::string("invalid ") + name + " " + std::to_string(v) +
+                     ", expected a finite value >= 0");
+}
+
 // ---- ParamGroup ---------------------------------------------------------------------------
 
 ParamGroup::ParamGroup(std::vector<Tensor> params) : params_(std::move(params)) {}
@@ -84,6 +114,13 @@ void Optimizer::add_param_group(const ParamGroup& group) {
       throw ValueError(which + " appears more than once (in this or another group)");
   }
   groups_.push_back(std::move(g));
+}
+
+void Optimizer::add_param_groups(const std::vector<ParamGroup>& groups) {
+  if (std::all_of(groups.begin(), groups.end(), [](const ParamGroup& g) { return g.params().empty(); }))
+    throw ValueError(type_name_ +
+                     ": got an empty parameter list (no groups, or groups without parameters)");
+  for (const auto& g : groups) add_param_group(g);
 }
 
 void Optimizer::zero_grad(bool set_to_none) {

@@ -10,43 +10,22 @@
 namespace tg {
 namespace optim {
 
-std::unique_ptr<OptimizerOptions> RMSpropOptions::clone() const {
-  return std::make_unique<RMSpropOptions>(*this);
-}
-
-std::vector<std::pair<std::string, double>> RMSpropOptions::to_numbers() const {
-  return {{"lr", lr_},
-          {"alpha", alpha_},
-          {"eps", eps_},
-          {"weight_decay", weight_decay_},
-          {"momentum", momentum_},
-          {"centered", centered_ ? 1.0 : 0.0},
-          {"maximize", maximize_ ? 1.0 : 0.0}};
-}
-
-void RMSpropOptions::set_number(const std::string& name, double v) {
-  if (name == "lr") lr_ = v;
-  else if (name == "alpha") alpha_ = v;
-  else if (name == "eps") eps_ = v;
-  else if (name == "weight_decay") weight_decay_ = v;
-  else if (name == "momentum") momentum_ = v;
-  else if (name == "centered") centered_ = v != 0;
-  else if (name == "maximize") maximize_ = v != 0;
-  else
-    throw ValueError("RMSprop has no option '" + name +
-                     "' (options: lr, alpha, eps, weight_decay, momentum, centered, maximize)");
+std::vector<OptimizerOptions::Field> RMSpropOptions::fields() {
+  return {{"lr", &lr_},
+          {"alpha", &alpha_},
+          {"eps", &eps_},
+          {"weight_decay", &weight_decay_},
+          {"momentum", &momentum_},
+          {"centered", &centered_},
+          {"maximize", &maximize_}};
 }
 
 void RMSpropOptions::validate() const {
-  auto nonneg = [](const char* name, double v) {
-    if (!(v >= 0) || std::isinf(v))
-      throw ValueError(std::string("invalid ") + name + " " + std::to_string(v) + ", expected a finite value >= 0");
-  };
-  nonneg("lr", lr_);
-  nonneg("alpha", alpha_);
-  nonneg("eps", eps_);
-  nonneg("weight_decay", weight_decay_);
-  nonneg("momentum", momentum_);
+  check_nonnegative("lr", lr_);
+  check_nonnegative("alpha", alpha_);
+  check_nonnegative("eps", eps_);
+  check_nonnegative("weight_decay", weight_decay_);
+  check_nonnegative("momentum", momentum_);
 }
 
 RMSprop::RMSprop(std::vector<Tensor> params, const RMSpropOptions& options)
@@ -54,9 +33,7 @@ RMSprop::RMSprop(std::vector<Tensor> params, const RMSpropOptions& options)
 
 RMSprop::RMSprop(std::vector<ParamGroup> groups, const RMSpropOptions& defaults)
     : Optimizer("RMSprop", defaults) {
-  if (std::all_of(groups.begin(), groups.end(), [](const ParamGroup& g) { return g.params().empty(); }))
-    throw ValueError("RMSprop: got an empty parameter list (no groups, or groups without parameters)");
-  for (const auto& g : groups) add_param_group(g);
+  add_param_groups(groups);
 }
 
 void RMSprop::state_names(const OptimizerOptions& options, std::vector<std::string>& numbers,
@@ -64,8 +41,8 @@ void RMSprop::state_names(const OptimizerOptions& options, std::vector<std::stri
   const auto& o = static_cast<const RMSpropOptions&>(options);
   numbers.push_back("step");
   tensors.push_back("square_avg");
-  if (o.momentum_ > 0) tensors.push_back("momentum_buffer");
-  if (o.centered_) tensors.push_back("grad_avg");
+  if (o.momentum() > 0) tensors.push_back("momentum_buffer");
+  if (o.centered()) tensors.push_back("grad_avg");
 }
 
 void RMSprop::update(const OptimizerOptions& options, const Tensor& param, ParamState& state) {
@@ -87,39 +64,45 @@ void RMSprop::update(const OptimizerOptions& options, const Tensor& param, Param
     if (!t.defined()) t = zeros(param.shape());
     return t.data_ptr();
   };
-  float* buf = buffer("momentum_buffer", o.momentum_ > 0);
-  float* gavg = buffer("grad_avg", o.centered_);
+  float* buf = buffer("momentum_buffer", o.momentum() > 0);
+  float* gavg = buffer("grad_avg", o.centered());
   state.numbers["step"] += 1;
 
   float* p = param.data_ptr();
   const float* g = grad.data_ptr();
   float* sq = state.tensors.at("square_avg").data_ptr();
-  const float alpha = static_cast<float>(o.alpha_), one_m_alpha = static_cast<float>(1 - o.alpha_);
-  const float eps = static_cast<float>(o.eps_);
-  const float wd = static_cast<float>(o.weight_decay_);
-  const float mom = static_cast<float>(o.momentum_);
-  const float neg_lr = static_cast<float>(-o.lr_);
-  const bool use_wd = o.weight_decay_ != 0;
+  const float alpha = static_cast<float>(o.alpha()), one_m_alpha = static_cast<float>(1 - o.alpha());
+  const float eps = static_cast<float>(o.eps());
+  const float wd = static_cast<float>(o.weight_decay());
+  const float mom = static_cast<float>(o.momentum());
+  const float neg_lr = static_cast<float>(-o.lr());
+  const bool use_wd = o.weight_decay() != 0;
 
-  for (int64_t j = 0; j < n; ++j) {
-    float gj = o.maximize_ ? -g[j] : g[j];
-    if (use_wd) gj = detail::add_scaled(gj, wd, p[j]);     // g ← g + wd·p
-    sq[j] = detail::add_product(sq[j] * alpha, one_m_alpha, gj, gj);  // s ← α·s + (1 − α)·g²
-    float avg;
-    if (gavg) {
-      gavg[j] = detail::add_scaled(gavg[j] * alpha, one_m_alpha, gj);  // ḡ ← α·ḡ + (1 − α)·g
-      avg = std::sqrt(detail::add_product(sq[j], -1.0f, gavg[j], gavg[j]));  // √(s − ḡ²)
-    } else {
-      avg = std::sqrt(sq[j]);
-    }
-    avg = avg + eps;
-    if (buf) {
-      buf[j] = buf[j] * mom + gj / avg;                    // b ← momentum·b + g / d
-      p[j] = detail::add_scaled(p[j], neg_lr, buf[j]);
-    } else {
-      p[j] = p[j] + neg_lr * gj / avg;                     // p ← p − lr·g / d
-    }
-  }
+  detail::with_flags(
+      [&](auto maximize, auto weight_decay, auto centered, auto momentum) {
+        detail::for_range(n, [=](int64_t begin, int64_t end) {  // by value: no aliasing
+          for (int64_t j = begin; j < end; ++j) {
+            float gj = maximize ? -g[j] : g[j];
+            if constexpr (weight_decay) gj = detail::add_scaled(gj, wd, p[j]);  // g ← g + wd·p
+            sq[j] = detail::add_product(sq[j] * alpha, one_m_alpha, gj, gj);  // s ← α·s + (1 − α)·g²
+            float avg;
+            if constexpr (centered) {
+              gavg[j] = detail::add_scaled(gavg[j] * alpha, one_m_alpha, gj);  // ḡ ← α·ḡ + (1 − α)·g
+              avg = std::sqrt(detail::add_product(sq[j], -1.0f, gavg[j], gavg[j]));  // √(s − ḡ²)
+            } else {
+              avg = std::sqrt(sq[j]);
+            }
+            avg = avg + eps;
+            if constexpr (momentum) {
+              buf[j] = buf[j] * mom + gj / avg;  // b ← momentum·b + g / d
+              p[j] = detail::add_scaled(p[j], neg_lr, buf[j]);
+            } else {
+              p[j] = p[j] + neg_lr * gj / avg;  // p ← p − lr·g / d
+            }
+          }
+        });
+      },
+      o.maximize(), use_wd, gavg != nullptr, buf != nullptr);
 }
 
 }  // namespace optim

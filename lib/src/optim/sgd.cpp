@@ -10,40 +10,20 @@
 namespace tg {
 namespace optim {
 
-std::unique_ptr<OptimizerOptions> SGDOptions::clone() const {
-  return std::make_unique<SGDOptions>(*this);
-}
-
-std::vector<std::pair<std::string, double>> SGDOptions::to_numbers() const {
-  return {{"lr", lr_},
-          {"momentum", momentum_},
-          {"dampening", dampening_},
-          {"weight_decay", weight_decay_},
-          {"nesterov", nesterov_ ? 1.0 : 0.0},
-          {"maximize", maximize_ ? 1.0 : 0.0}};
-}
-
-void SGDOptions::set_number(const std::string& name, double v) {
-  if (name == "lr") lr_ = v;
-  else if (name == "momentum") momentum_ = v;
-  else if (name == "dampening") dampening_ = v;
-  else if (name == "weight_decay") weight_decay_ = v;
-  else if (name == "nesterov") nesterov_ = v != 0;
-  else if (name == "maximize") maximize_ = v != 0;
-  else
-    throw ValueError("SGD has no option '" + name +
-                     "' (options: lr, momentum, dampening, weight_decay, nesterov, maximize)");
+std::vector<OptimizerOptions::Field> SGDOptions::fields() {
+  return {{"lr", &lr_},
+          {"momentum", &momentum_},
+          {"dampening", &dampening_},
+          {"weight_decay", &weight_decay_},
+          {"nesterov", &nesterov_},
+          {"maximize", &maximize_}};
 }
 
 void SGDOptions::validate() const {
-  auto nonneg = [](const char* name, double v) {
-    if (!(v >= 0) || std::isinf(v))
-      throw ValueError(std::string("invalid ") + name + " " + std::to_string(v) + ", expected a finite value >= 0");
-  };
-  nonneg("lr", lr_);
-  nonneg("momentum", momentum_);
-  nonneg("dampening", dampening_);
-  nonneg("weight_decay", weight_decay_);
+  check_nonnegative("lr", lr_);
+  check_nonnegative("momentum", momentum_);
+  check_nonnegative("dampening", dampening_);
+  check_nonnegative("weight_decay", weight_decay_);
   if (nesterov_ && (momentum_ <= 0 || dampening_ != 0))
     throw ValueError("nesterov momentum requires momentum > 0 and dampening 0, got momentum " +
                      std::to_string(momentum_) + ", dampening " + std::to_string(dampening_));
@@ -53,15 +33,13 @@ SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
     : SGD(std::vector<ParamGroup>{ParamGroup(std::move(params))}, options) {}
 
 SGD::SGD(std::vector<ParamGroup> groups, const SGDOptions& defaults) : Optimizer("SGD", defaults) {
-  if (std::all_of(groups.begin(), groups.end(), [](const ParamGroup& g) { return g.params().empty(); }))
-    throw ValueError("SGD: got an empty parameter list (no groups, or groups without parameters)");
-  for (const auto& g : groups) add_param_group(g);
+  add_param_groups(groups);
 }
 
 void SGD::state_names(const OptimizerOptions& options, std::vector<std::string>& numbers,
                       std::vector<std::string>& tensors) const {
   (void)numbers;
-  if (static_cast<const SGDOptions&>(options).momentum_ != 0) tensors.push_back("momentum_buffer");
+  if (static_cast<const SGDOptions&>(options).momentum() != 0) tensors.push_back("momentum_buffer");
 }
 
 void SGD::update(const OptimizerOptions& options, const Tensor& param, ParamState& state) {
@@ -71,11 +49,11 @@ void SGD::update(const OptimizerOptions& options, const Tensor& param, ParamStat
   float* p = param.data_ptr();
   const float* g = grad.data_ptr();
   // Scalars are rounded to float32 as ATen does with Python numbers.
-  const float wd = static_cast<float>(o.weight_decay_);
-  const float mom = static_cast<float>(o.momentum_);
-  const float keep = static_cast<float>(1.0 - o.dampening_);
-  const float neg_lr = static_cast<float>(-o.lr_);
-  const bool use_wd = o.weight_decay_ != 0, use_mom = o.momentum_ != 0;
+  const float wd = static_cast<float>(o.weight_decay());
+  const float mom = static_cast<float>(o.momentum());
+  const float keep = static_cast<float>(1.0 - o.dampening());
+  const float neg_lr = static_cast<float>(-o.lr());
+  const bool use_wd = o.weight_decay() != 0, use_mom = o.momentum() != 0;
 
   float* buf = nullptr;
   bool first = false;
@@ -102,7 +80,7 @@ void SGD::update(const OptimizerOptions& options, const Tensor& param, ParamStat
           }
         });
       },
-      o.maximize_, use_wd, use_mom, use_mom && o.nesterov_, use_mom && first);
+      o.maximize(), use_wd, use_mom, use_mom && o.nesterov(), use_mom && first);
 }
 
 }  // namespace optim

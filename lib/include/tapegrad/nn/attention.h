@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "tapegrad/arg.h"
 #include "tapegrad/nn/layers.h"
 #include "tapegrad/nn/linear.h"
 #include "tapegrad/nn/unary.h"
@@ -28,14 +29,12 @@ namespace nn {
 struct MultiheadAttentionOptions {
   MultiheadAttentionOptions(int64_t embed_dim, int64_t num_heads)
       : embed_dim_(embed_dim), num_heads_(num_heads) {}
+  TG_ARG(int64_t, embed_dim);
+  TG_ARG(int64_t, num_heads);
   /// Biases in all four projections (PyTorch's bias=).
-  MultiheadAttentionOptions& bias(bool on) { bias_ = on; return *this; }
+  TG_ARG(bool, bias) = true;
   /// Dropout on the attention weights, in training.
-  MultiheadAttentionOptions& dropout(float p) { dropout_ = p; return *this; }
-  int64_t embed_dim_;
-  int64_t num_heads_;
-  bool bias_ = true;
-  float dropout_ = 0.0f;
+  TG_ARG(float, dropout) = 0.0f;
 };
 
 /// What one attention call may be given besides query, key and value. Masks use the
@@ -43,18 +42,14 @@ struct MultiheadAttentionOptions {
 /// nn.MultiheadAttention; an additive mask is added to the scaled scores (-inf excludes).
 struct AttentionForwardOptions {
   /// Query i does not attend to key j > i (top-left aligned when Tq != Tk).
-  AttentionForwardOptions& causal(bool on) { causal_ = on; return *this; }
+  TG_ARG(bool, causal) = false;
   /// (Tq, Tk); (B·H, Tq, Tk) with batch-major rows, as PyTorch; or 4-D, broadcast to (B, H, Tq, Tk).
-  AttentionForwardOptions& attn_mask(AttnMask m) { attn_mask_ = std::move(m); return *this; }
+  TG_ARG(AttnMask, attn_mask);
   /// (B, Tk): boolean (1 = padding, ignored) or additive.
-  AttentionForwardOptions& key_padding_mask(AttnMask m) { key_padding_mask_ = std::move(m); return *this; }
+  TG_ARG(AttnMask, key_padding_mask);
   /// Also return the weights per head, (B, H, Tq, Tk), detached (PyTorch averages over heads
   /// by default; this is its average_attn_weights=False).
-  AttentionForwardOptions& need_weights(bool on) { need_weights_ = on; return *this; }
-  bool causal_ = false;
-  AttnMask attn_mask_;
-  AttnMask key_padding_mask_;
-  bool need_weights_ = false;
+  TG_ARG(bool, need_weights) = false;
 };
 
 struct AttentionOutput {
@@ -91,14 +86,12 @@ class MultiheadAttention : public Module {
 
 struct FeedForwardOptions {
   FeedForwardOptions(int64_t d_model, int64_t d_ff) : d_model_(d_model), d_ff_(d_ff) {}
+  TG_ARG(int64_t, d_model);
+  TG_ARG(int64_t, d_ff);
   /// "gelu" (exact) or "relu".
-  FeedForwardOptions& activation(std::string a) { activation_ = std::move(a); return *this; }
+  TG_ARG(std::string, activation) = "gelu";
   /// Dropout after the activation, in training.
-  FeedForwardOptions& dropout(float p) { dropout_ = p; return *this; }
-  int64_t d_model_;
-  int64_t d_ff_;
-  std::string activation_ = "gelu";
-  float dropout_ = 0.0f;
+  TG_ARG(float, dropout) = 0.0f;
 };
 
 /// fc2(dropout(act(fc1(x)))): (..., C) -> (..., F) -> (..., C). Submodules fc1 (C→F), fc2 (F→C).
@@ -122,20 +115,16 @@ class FeedForward : public UnaryModule {
 struct TransformerBlockOptions {
   TransformerBlockOptions(int64_t d_model, int64_t num_heads, int64_t d_ff)
       : d_model_(d_model), num_heads_(num_heads), d_ff_(d_ff) {}
+  TG_ARG(int64_t, d_model);
+  TG_ARG(int64_t, num_heads);
+  TG_ARG(int64_t, d_ff);
   /// One rate for the attention weights, inside the feed-forward, and on both residual branches.
-  TransformerBlockOptions& dropout(float p) { dropout_ = p; return *this; }
+  TG_ARG(float, dropout) = 0.0f;
   /// The feed-forward activation: "gelu" or "relu".
-  TransformerBlockOptions& activation(std::string a) { activation_ = std::move(a); return *this; }
+  TG_ARG(std::string, activation) = "gelu";
   /// Biases in the attention projections (the feed-forward and LayerNorms always have them).
-  TransformerBlockOptions& bias(bool on) { bias_ = on; return *this; }
-  TransformerBlockOptions& layer_norm_eps(float e) { layer_norm_eps_ = e; return *this; }
-  int64_t d_model_;
-  int64_t num_heads_;
-  int64_t d_ff_;
-  float dropout_ = 0.0f;
-  std::string activation_ = "gelu";
-  bool bias_ = true;
-  float layer_norm_eps_ = 1e-5f;
+  TG_ARG(bool, bias) = true;
+  TG_ARG(float, layer_norm_eps) = 1e-5f;
 };
 
 /// Pre-LN: x = x + dropout(attn(ln1(x))), then x = x + dropout(ffn(ln2(x))).

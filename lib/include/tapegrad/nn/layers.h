@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tapegrad/arg.h"
 #include "tapegrad/nn/module.h"
 #include "tapegrad/nn/unary.h"
 
@@ -22,11 +23,10 @@ namespace nn {
 struct EmbeddingOptions {
   EmbeddingOptions(int64_t num_embeddings, int64_t embedding_dim)
       : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {}
+  TG_ARG(int64_t, num_embeddings);
+  TG_ARG(int64_t, embedding_dim);
   /// The row that stays zero and gets no gradient; negative counts from the end, as in PyTorch.
-  EmbeddingOptions& padding_idx(int64_t i) { padding_idx_ = i; return *this; }
-  int64_t num_embeddings_;
-  int64_t embedding_dim_;
-  std::optional<int64_t> padding_idx_;
+  TG_ARG(std::optional<int64_t>, padding_idx);
 };
 
 /// A lookup table: weight (V, C), initialised N(0, 1) with the padding row zeroed.
@@ -45,7 +45,7 @@ class Embedding : public Module {
   std::string extra_repr() const override;
   std::string signature() const override;
 
-  EmbeddingOptions options;  // padding_idx_ normalised to [0, V) (or empty)
+  EmbeddingOptions options;  // padding_idx normalised to [0, V) (or empty)
   Tensor weight;             // (V, C)
 };
 
@@ -54,11 +54,10 @@ class Embedding : public Module {
 struct LayerNormOptions {
   /// The trailing dims to normalise over, e.g. {C}.
   LayerNormOptions(Shape normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}
-  LayerNormOptions& eps(float v) { eps_ = v; return *this; }
-  LayerNormOptions& elementwise_affine(bool on) { elementwise_affine_ = on; return *this; }
-  Shape normalized_shape_;
-  float eps_ = 1e-5f;
-  bool elementwise_affine_ = true;
+  TG_ARG(Shape, normalized_shape);
+  TG_ARG(float, eps) = 1e-5f;
+  /// Learn a weight and a bias (N...).
+  TG_ARG(bool, elementwise_affine) = true;
 };
 
 /// y = (x - mean) / √(var + eps) · weight + bias over the trailing dims (biased variance).
@@ -84,8 +83,8 @@ class LayerNorm : public UnaryModule {
 
 struct DropoutOptions {
   DropoutOptions(float p = 0.5f) : p_(p) {}
-  DropoutOptions& p(float v) { p_ = v; return *this; }
-  float p_;
+  /// The probability of zeroing an element.
+  TG_ARG(float, p);
 };
 
 /// In training, zeroes each element with probability p and scales the rest by 1/(1-p);
@@ -127,8 +126,7 @@ class Sigmoid : public UnaryModule {
 
 struct GELUOptions {
   /// "none" (exact, with erf; the default) or "tanh" (PyTorch's tanh approximation).
-  GELUOptions& approximate(std::string a) { approximate_ = std::move(a); return *this; }
-  std::string approximate_ = "none";
+  TG_ARG(std::string, approximate) = "none";
 };
 
 /// x · Φ(x). (...) -> (...)

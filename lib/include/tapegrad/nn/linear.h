@@ -3,6 +3,7 @@
 // Weight Xavier-uniform and bias zeros by default (PyTorch uses Kaiming-uniform; see README).
 #include <memory>
 
+#include "tapegrad/arg.h"
 #include "tapegrad/nn/module.h"
 #include "tapegrad/nn/unary.h"
 
@@ -12,10 +13,10 @@ namespace nn {
 struct LinearOptions {
   LinearOptions(int64_t in_features, int64_t out_features)
       : in_features_(in_features), out_features_(out_features) {}
-  LinearOptions& bias(bool on) { bias_ = on; return *this; }
-  int64_t in_features_;
-  int64_t out_features_;
-  bool bias_ = true;
+  TG_ARG(int64_t, in_features);
+  TG_ARG(int64_t, out_features);
+  /// Learn an additive bias (out).
+  TG_ARG(bool, bias) = true;
 };
 
 class Linear : public UnaryModule {

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "tapegrad/arg.h"
 #include "tapegrad/nn/linear.h"
 #include "tapegrad/nn/module.h"
 
@@ -40,13 +41,11 @@ namespace nn {
 struct RNNCellOptions {
   RNNCellOptions(int64_t input_size, int64_t hidden_size)
       : input_size_(input_size), hidden_size_(hidden_size) {}
-  RNNCellOptions& bias(bool on) { bias_ = on; return *this; }
+  TG_ARG(int64_t, input_size);
+  TG_ARG(int64_t, hidden_size);
+  TG_ARG(bool, bias) = true;
   /// "tanh" (default) or "relu".
-  RNNCellOptions& nonlinearity(const std::string& name) { nonlinearity_ = name; return *this; }
-  int64_t input_size_;
-  int64_t hidden_size_;
-  bool bias_ = true;
-  std::string nonlinearity_ = "tanh";
+  TG_ARG(std::string, nonlinearity) = "tanh";
 };
 
 /// The Elman cell of our notes: h' = tanh(i2h(x) + h2h(h)), with two Linear submodules.
@@ -71,10 +70,9 @@ class RNNCell : public Module {
 struct LSTMCellOptions {
   LSTMCellOptions(int64_t input_size, int64_t hidden_size)
       : input_size_(input_size), hidden_size_(hidden_size) {}
-  LSTMCellOptions& bias(bool on) { bias_ = on; return *this; }
-  int64_t input_size_;
-  int64_t hidden_size_;
-  bool bias_ = true;
+  TG_ARG(int64_t, input_size);
+  TG_ARG(int64_t, hidden_size);
+  TG_ARG(bool, bias) = true;
 };
 using GRUCellOptions = LSTMCellOptions;
 
@@ -127,21 +125,16 @@ class GRUCell : public Module {
 struct RNNOptions {
   RNNOptions(int64_t input_size, int64_t hidden_size)
       : input_size_(input_size), hidden_size_(hidden_size) {}
-  RNNOptions& num_layers(int64_t n) { num_layers_ = n; return *this; }
-  RNNOptions& bias(bool on) { bias_ = on; return *this; }
+  TG_ARG(int64_t, input_size);
+  TG_ARG(int64_t, hidden_size);
+  TG_ARG(int64_t, num_layers) = 1;
+  TG_ARG(bool, bias) = true;
   /// Input and output (B, T, ·) instead of (T, B, ·); the states stay (L, B, H).
-  RNNOptions& batch_first(bool on) { batch_first_ = on; return *this; }
+  TG_ARG(bool, batch_first) = false;
   /// Dropout on the outputs of every layer but the last, in training mode.
-  RNNOptions& dropout(float p) { dropout_ = p; return *this; }
+  TG_ARG(float, dropout) = 0.0f;
   /// "tanh" (default) or "relu"; RNN only.
-  RNNOptions& nonlinearity(const std::string& name) { nonlinearity_ = name; return *this; }
-  int64_t input_size_;
-  int64_t hidden_size_;
-  int64_t num_layers_ = 1;
-  bool bias_ = true;
-  bool batch_first_ = false;
-  float dropout_ = 0.0f;
-  std::string nonlinearity_ = "tanh";
+  TG_ARG(std::string, nonlinearity) = "tanh";
 };
 using LSTMOptions = RNNOptions;
 using GRUOptions = RNNOptions;

@@ -15,37 +15,25 @@
 namespace tg {
 namespace optim {
 
-/// Options shared by Adam and AdamW (they differ in the default weight decay).
+/// Options shared by Adam and AdamW (they differ in the default weight decay). State dicts
+/// name the betas "beta1" and "beta2".
 template <class Derived>
-struct AdamOptionsBase : OptimizerOptions {
-  explicit AdamOptionsBase(double lr, double weight_decay)
-      : OptimizerOptions(lr), weight_decay_(weight_decay) {}
-  using OptimizerOptions::lr;
-  Derived& lr(double v) { lr_ = v; return self(); }
-  Derived& betas(std::pair<double, double> v) { beta1_ = v.first; beta2_ = v.second; return self(); }
-  Derived& eps(double v) { eps_ = v; return self(); }
-  Derived& weight_decay(double v) { weight_decay_ = v; return self(); }
-  Derived& amsgrad(bool v) { amsgrad_ = v; return self(); }
-  Derived& maximize(bool v) { maximize_ = v; return self(); }
-
-  double beta1_ = 0.9;
-  double beta2_ = 0.999;
-  double eps_ = 1e-8;
-  double weight_decay_;
-  bool amsgrad_ = false;
-  bool maximize_ = false;
-
-  std::unique_ptr<OptimizerOptions> clone() const override {
-    return std::make_unique<Derived>(static_cast<const Derived&>(*this));
-  }
-  /// "lr", "beta1", "beta2", "eps", "weight_decay", "amsgrad", "maximize".
-  std::vector<std::pair<std::string, double>> to_numbers() const override;
-  void set_number(const std::string& name, double value) override;
+struct AdamOptionsBase : OptimizerOptionsBase<Derived> {
+  using Betas = std::pair<double, double>;
+  AdamOptionsBase(double lr, double weight_decay) : lr_(lr), weight_decay_(weight_decay) {}
   /// lr, eps, weight_decay >= 0; betas in [0, 1).
   void validate() const override;
 
- private:
-  Derived& self() { return static_cast<Derived&>(*this); }
+  TG_ARG_RETURNING(Derived&, double, lr);
+  TG_ARG_RETURNING(Derived&, Betas, betas) = {0.9, 0.999};
+  TG_ARG_RETURNING(Derived&, double, eps) = 1e-8;
+  TG_ARG_RETURNING(Derived&, double, weight_decay);
+  TG_ARG_RETURNING(Derived&, bool, amsgrad) = false;
+  TG_ARG_RETURNING(Derived&, bool, maximize) = false;
+
+ protected:
+  using Field = OptimizerOptions::Field;
+  std::vector<Field> fields() override;
 };
 
 struct AdamOptions : AdamOptionsBase<AdamOptions> {

@@ -22,34 +22,64 @@
 #include <utility>
 #include <vector>
 
+#include "tapegrad/arg.h"
 #include "tapegrad/state_dict.h"
 #include "tapegrad/tensor.h"
 
 namespace tg {
 namespace optim {
 
-/// Options of one optimizer: the learning rate in the base, the rest in each subclass.
-/// Options are also reachable by name (for state dicts and PyTorch-style group overrides);
-/// booleans read and write as 0/1.
+/// Options of one optimizer, as seen by the optimizer's groups, its state dict and the
+/// schedulers. Each optimizer's options struct (SGDOptions, ...) derives from
+/// OptimizerOptionsBase below and declares its options with TG_ARG; options are also
+/// reachable by name, for state dicts and PyTorch-style group overrides (booleans read and
+/// write as 0/1), through one table per struct (fields()).
 class OptimizerOptions {
  public:
-  explicit OptimizerOptions(double lr) : lr_(lr) {}
   virtual ~OptimizerOptions() = default;
 
-  double lr() const { return lr_; }
-  void set_lr(double lr) { lr_ = lr; }
-
+  /// The learning rate of any optimizer (schedulers change it through here).
+  virtual double get_lr() const = 0;
+  virtual void set_lr(double lr) = 0;
   /// The optimizer these options belong to: "SGD", "Adam", "AdamW", "RMSprop".
   virtual const char* optimizer_name() const = 0;
   virtual std::unique_ptr<OptimizerOptions> clone() const = 0;
-  /// Every option by name, in a fixed order, starting with "lr".
-  virtual std::vector<std::pair<std::string, double>> to_numbers() const = 0;
-  /// Sets one option by name; tg::ValueError for a name these options do not have.
-  virtual void set_number(const std::string& name, double value) = 0;
   /// tg::ValueError naming the first option out of range (negative lr, beta >= 1, ...).
   virtual void validate() const = 0;
 
-  double lr_;
+  /// Every option by name, in a fixed order, starting with "lr".
+  std::vector<std::pair<std::string, double>> to_numbers() const;
+  /// Sets one option by name; tg::ValueError for a name these options do not have.
+  void set_number(const std::string& name, double value);
+
+ protected:
+  /// One option as state dicts name it, and the member that holds it (a number or a flag).
+  struct Field {
+    Field(const char* name, double* number) : name(name), number(number) {}
+    Field(const char* name, bool* flag) : name(name), flag(flag) {}
+    const char* name;
+    double* number = nullptr;
+    bool* flag = nullptr;
+  };
+  /// The table behind to_numbers() and set_number(): every option once, "lr" first.
+  virtual std::vector<Field> fields() = 0;
+  /// ValueError("invalid <name> <v>, expected a finite value >= 0") unless v is one.
+  static void check_nonnegative(const char* name, double v);
+};
+
+/// The common part of every options struct: clone(), and the learning rate through its own
+/// TG_ARG(double, lr).
+template <class Derived>
+class OptimizerOptionsBase : public OptimizerOptions {
+ public:
+  double get_lr() const override { return self().lr(); }
+  void set_lr(double lr) override { static_cast<Derived&>(*this).lr(lr); }
+  std::unique_ptr<OptimizerOptions> clone() const override {
+    return std::make_unique<Derived>(self());
+  }
+
+ private:
+  const Derived& self() const { return static_cast<const Derived&>(*this); }
 };
 
 /// A list of parameters optimized with the same options.
@@ -73,7 +103,7 @@ class ParamGroup {
   OptimizerOptions& options();
   const OptimizerOptions& options() const;
   bool has_options() const { return options_ != nullptr; }
-  double lr() const { return options().lr(); }
+  double lr() const { return options().get_lr(); }
   void set_lr(double lr) { options().set_lr(lr); }
 
  private:
@@ -124,6 +154,9 @@ class Optimizer {
 
  protected:
   Optimizer(std::string type_name, const OptimizerOptions& defaults);
+  /// What every optimizer's constructor does with its groups: tg::ValueError if none has a
+  /// parameter, else add_param_group for each.
+  void add_param_groups(const std::vector<ParamGroup>& groups);
   /// One update of `param`, whose gradient is defined; `state` is empty on its first update.
   virtual void update(const OptimizerOptions& options, const Tensor& param, ParamState& state) = 0;
   /// The names of the numbers and tensors a parameter's state holds under `options`.

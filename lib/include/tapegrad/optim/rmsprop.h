@@ -12,30 +12,22 @@
 namespace tg {
 namespace optim {
 
-struct RMSpropOptions : OptimizerOptions {
-  explicit RMSpropOptions(double lr = 1e-2) : OptimizerOptions(lr) {}
-  using OptimizerOptions::lr;
-  RMSpropOptions& lr(double v) { lr_ = v; return *this; }
-  RMSpropOptions& alpha(double v) { alpha_ = v; return *this; }
-  RMSpropOptions& eps(double v) { eps_ = v; return *this; }
-  RMSpropOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
-  RMSpropOptions& momentum(double v) { momentum_ = v; return *this; }
-  RMSpropOptions& centered(bool v) { centered_ = v; return *this; }
-  RMSpropOptions& maximize(bool v) { maximize_ = v; return *this; }
-
-  double alpha_ = 0.99;
-  double eps_ = 1e-8;
-  double weight_decay_ = 0;
-  double momentum_ = 0;
-  bool centered_ = false;
-  bool maximize_ = false;
-
+struct RMSpropOptions : OptimizerOptionsBase<RMSpropOptions> {
+  explicit RMSpropOptions(double lr = 1e-2) : lr_(lr) {}
   const char* optimizer_name() const override { return "RMSprop"; }
-  std::unique_ptr<OptimizerOptions> clone() const override;
-  std::vector<std::pair<std::string, double>> to_numbers() const override;
-  void set_number(const std::string& name, double value) override;
   /// lr, alpha, eps, weight_decay, momentum >= 0.
   void validate() const override;
+
+  TG_ARG(double, lr);
+  TG_ARG(double, alpha) = 0.99;
+  TG_ARG(double, eps) = 1e-8;
+  TG_ARG(double, weight_decay) = 0;
+  TG_ARG(double, momentum) = 0;
+  TG_ARG(bool, centered) = false;
+  TG_ARG(bool, maximize) = false;
+
+ protected:
+  std::vector<Field> fields() override;
 };
 
 class RMSprop : public Optimizer {

@@ -11,28 +11,21 @@
 namespace tg {
 namespace optim {
 
-struct SGDOptions : OptimizerOptions {
-  explicit SGDOptions(double lr) : OptimizerOptions(lr) {}
-  using OptimizerOptions::lr;
-  SGDOptions& lr(double v) { lr_ = v; return *this; }
-  SGDOptions& momentum(double v) { momentum_ = v; return *this; }
-  SGDOptions& dampening(double v) { dampening_ = v; return *this; }
-  SGDOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
-  SGDOptions& nesterov(bool v) { nesterov_ = v; return *this; }
-  SGDOptions& maximize(bool v) { maximize_ = v; return *this; }
-
-  double momentum_ = 0;
-  double dampening_ = 0;
-  double weight_decay_ = 0;
-  bool nesterov_ = false;
-  bool maximize_ = false;
-
+struct SGDOptions : OptimizerOptionsBase<SGDOptions> {
+  explicit SGDOptions(double lr) : lr_(lr) {}
   const char* optimizer_name() const override { return "SGD"; }
-  std::unique_ptr<OptimizerOptions> clone() const override;
-  std::vector<std::pair<std::string, double>> to_numbers() const override;
-  void set_number(const std::string& name, double value) override;
   /// lr, momentum, dampening, weight_decay >= 0; nesterov needs momentum > 0, dampening 0.
   void validate() const override;
+
+  TG_ARG(double, lr);
+  TG_ARG(double, momentum) = 0;
+  TG_ARG(double, dampening) = 0;
+  TG_ARG(double, weight_decay) = 0;
+  TG_ARG(bool, nesterov) = false;
+  TG_ARG(bool, maximize) = false;
+
+ protected:
+  std::vector<Field> fields() override;
 };
 
 class SGD : public Optimizer {
