@@ -9,8 +9,8 @@
 
 #include <cmath>
 #include <limits>
-#include <sstream>
 
+#include "nn/format.h"
 #include "ops/attention.h"
 #include "tapegrad/autograd.h"
 #include "tapegrad/nn/init.h"
@@ -20,25 +20,11 @@ namespace nn {
 
 namespace {
 
-std::string fmt(float v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
-bool broadcasts_to(const Shape& s, const Shape& target) {
-  if (s.size() != target.size()) return false;
-  for (size_t i = 0; i < s.size(); ++i)
-    if (s[i] != target[i] && s[i] != 1) return false;
-  return true;
-}
-
 // A mask as additive values: a boolean one becomes 0 (kept) / -inf (masked).
 Tensor as_additive(const AttnMask& m) {
   if (!m.is_boolean()) return m.values;
   return masked_fill(zeros(m.values.shape()), m.values, -std::numeric_limits<float>::infinity());
 }
-
 
 }  // namespace
 
@@ -53,7 +39,7 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& o)
     value_error("embed_dim (" + std::to_string(o.embed_dim()) + ") must be divisible by num_heads (" +
                 std::to_string(o.num_heads()) + ")");
   if (!(o.dropout() >= 0.0f && o.dropout() <= 1.0f))
-    value_error("dropout must be in [0, 1], got " + fmt(o.dropout()));
+    value_error("dropout must be in [0, 1], got " + detail::format_float(o.dropout()));
   head_dim = o.embed_dim() / o.num_heads();
   const int64_t C = o.embed_dim();
   q_proj = register_module("q_proj", std::make_shared<Linear>(LinearOptions(C, C).bias(o.bias())));
@@ -97,9 +83,9 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   if (o.attn_mask().defined()) {
     Tensor m = o.attn_mask().values;
     const Shape ms = m.shape();
-    const bool ok = (ms.size() == 2 && broadcasts_to(ms, {Tq, Tk})) ||
+    const bool ok = (ms.size() == 2 && detail::broadcasts_to(ms, {Tq, Tk})) ||
                     (ms.size() == 3 && ms == Shape{B * H, Tq, Tk}) ||
-                    (ms.size() == 4 && broadcasts_to(ms, {B, H, Tq, Tk}));
+                    (ms.size() == 4 && detail::broadcasts_to(ms, {B, H, Tq, Tk}));
     if (!ok)
       shape_error("attn_mask shape " + to_string(ms) + ", expected (Tq, Tk) = " + to_string({Tq, Tk}) +
                   ", (B·H, Tq, Tk) = " + to_string({B * H, Tq, Tk}) + " or 4-D broadcast to " +
@@ -140,7 +126,7 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
 std::string MultiheadAttention::extra_repr() const {
   return "embed_dim=" + std::to_string(options.embed_dim()) + ", num_heads=" +
          std::to_string(options.num_heads()) + ", bias=" + (options.bias() ? "true" : "false") +
-         ", dropout=" + fmt(options.dropout());
+         ", dropout=" + detail::format_float(options.dropout());
 }
 
 std::string MultiheadAttention::signature() const {
@@ -156,7 +142,7 @@ FeedForward::FeedForward(const FeedForwardOptions& o) : UnaryModule("FeedForward
   if (o.activation() != "gelu" && o.activation() != "relu")
     value_error("activation must be \"gelu\" or \"relu\", got \"" + o.activation() + "\"");
   if (!(o.dropout() >= 0.0f && o.dropout() <= 1.0f))
-    value_error("dropout must be in [0, 1], got " + fmt(o.dropout()));
+    value_error("dropout must be in [0, 1], got " + detail::format_float(o.dropout()));
   fc1 = register_module("fc1", std::make_shared<Linear>(o.d_model(), o.d_ff()));
   fc2 = register_module("fc2", std::make_shared<Linear>(o.d_ff(), o.d_model()));
 }
@@ -170,7 +156,7 @@ Tensor FeedForward::forward(const Tensor& x) {
 
 std::string FeedForward::extra_repr() const {
   return "d_model=" + std::to_string(options.d_model()) + ", d_ff=" + std::to_string(options.d_ff()) +
-         ", activation=" + options.activation() + ", dropout=" + fmt(options.dropout());
+         ", activation=" + options.activation() + ", dropout=" + detail::format_float(options.dropout());
 }
 
 std::string FeedForward::signature() const {
@@ -187,7 +173,7 @@ TransformerBlock::TransformerBlock(const TransformerBlockOptions& o)
     value_error("d_model (" + std::to_string(o.d_model()) + ") must be a positive multiple of num_heads (" +
                 std::to_string(o.num_heads()) + ")");
   if (!(o.dropout() >= 0.0f && o.dropout() <= 1.0f))
-    value_error("dropout must be in [0, 1], got " + fmt(o.dropout()));
+    value_error("dropout must be in [0, 1], got " + detail::format_float(o.dropout()));
   ln1 = register_module("ln1", std::make_shared<LayerNorm>(LayerNormOptions({o.d_model()}).eps(o.layer_norm_eps())));
   attn = register_module("attn", std::make_shared<MultiheadAttention>(
                                      MultiheadAttentionOptions(o.d_model(), o.num_heads())
@@ -219,7 +205,7 @@ Tensor TransformerBlock::forward(const Tensor& x, const AttentionForwardOptions&
 std::string TransformerBlock::extra_repr() const {
   return "d_model=" + std::to_string(options.d_model()) + ", num_heads=" +
          std::to_string(options.num_heads()) + ", d_ff=" + std::to_string(options.d_ff()) +
-         ", activation=" + options.activation() + ", dropout=" + fmt(options.dropout());
+         ", activation=" + options.activation() + ", dropout=" + detail::format_float(options.dropout());
 }
 
 std::string TransformerBlock::signature() const {

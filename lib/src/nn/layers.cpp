@@ -2,8 +2,8 @@
 //
 // Legend: S = any shape of ids, V = vocabulary size, C = channels/features.
 #include <cmath>
-#include <sstream>
 
+#include "nn/format.h"
 #include "tapegrad/autograd.h"
 #include "tapegrad/nn/init.h"
 #include "tapegrad/nn/layers.h"
@@ -11,14 +11,6 @@
 
 namespace tg {
 namespace nn {
-
-namespace {
-std::string fmt_float(float v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-}  // namespace
 
 // ---- Embedding -------------------------------------------------------------------------------
 
@@ -77,7 +69,7 @@ LayerNorm::LayerNorm(const LayerNormOptions& o) : UnaryModule("LayerNorm"), opti
   if (o.normalized_shape().empty()) value_error("normalized_shape must not be empty");
   for (int64_t d : o.normalized_shape())
     if (d <= 0) value_error("normalized_shape must be positive, got " + to_string(o.normalized_shape()));
-  if (!(o.eps() >= 0.0f)) value_error("eps must be >= 0, got " + fmt_float(o.eps()));
+  if (!(o.eps() >= 0.0f)) value_error("eps must be >= 0, got " + detail::format_float(o.eps()));
   if (o.elementwise_affine()) {
     weight = register_parameter("weight", ones(o.normalized_shape()));
     bias = register_parameter("bias", zeros(o.normalized_shape()));
@@ -103,7 +95,7 @@ Tensor LayerNorm::forward(const Tensor& x) {
 }
 
 std::string LayerNorm::extra_repr() const {
-  return to_string(options.normalized_shape()) + ", eps=" + fmt_float(options.eps()) +
+  return to_string(options.normalized_shape()) + ", eps=" + detail::format_float(options.eps()) +
          ", elementwise_affine=" + (options.elementwise_affine() ? "true" : "false");
 }
 
@@ -112,12 +104,12 @@ std::string LayerNorm::signature() const { return to_string(options.normalized_s
 // ---- Dropout ---------------------------------------------------------------------------------
 
 Dropout::Dropout(const DropoutOptions& o) : UnaryModule("Dropout"), options(o) {
-  if (!(o.p() >= 0.0f && o.p() <= 1.0f)) value_error("p must be in [0, 1], got " + fmt_float(o.p()));
+  if (!(o.p() >= 0.0f && o.p() <= 1.0f)) value_error("p must be in [0, 1], got " + detail::format_float(o.p()));
 }
 
 Tensor Dropout::forward(const Tensor& x) { return dropout(x, options.p(), is_training()); }
 
-std::string Dropout::extra_repr() const { return "p=" + fmt_float(options.p()); }
+std::string Dropout::extra_repr() const { return "p=" + detail::format_float(options.p()); }
 
 // ---- activations -----------------------------------------------------------------------------
 
@@ -139,32 +131,8 @@ std::string GELU::extra_repr() const { return "approximate=" + options.approxima
 Tensor Sequential::forward(const Tensor& x) {
   const auto scope = this->scope();  // names this module in anomaly reports
   Tensor y = x;
-  for (auto& m : modules_) y = m->forward(y);
+  for (auto& m : items_) y = m->forward(y);
   return y;
-}
-
-std::shared_ptr<UnaryModule> Sequential::operator[](size_t i) const {
-  if (i >= modules_.size())
-    throw IndexError(where() + ": index " + std::to_string(i) + " out of range for " +
-                     std::to_string(modules_.size()) + " modules");
-  return modules_[i];
-}
-
-void Sequential::type_mismatch(size_t i) const {
-  value_error("module " + std::to_string(i) + " is an nn::" + modules_[i]->type_name() +
-              ", not the type asked for");
-}
-
-std::shared_ptr<Module> ModuleList::operator[](size_t i) const {
-  if (i >= modules_.size())
-    throw IndexError(where() + ": index " + std::to_string(i) + " out of range for " +
-                     std::to_string(modules_.size()) + " modules");
-  return modules_[i];
-}
-
-void ModuleList::type_mismatch(size_t i) const {
-  value_error("module " + std::to_string(i) + " is an nn::" + modules_[i]->type_name() +
-              ", not the type asked for");
 }
 
 }  // namespace nn

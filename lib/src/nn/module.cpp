@@ -137,6 +137,17 @@ int64_t Module::num_parameters() const {
   return n;
 }
 
+void Module::check_index(size_t i, size_t n) const {
+  if (i >= n)
+    throw IndexError(where() + ": index " + std::to_string(i) + " out of range for " +
+                     std::to_string(n) + " modules");
+}
+
+void Module::type_mismatch(size_t i, const Module& m) const {
+  value_error("module " + std::to_string(i) + " is an nn::" + m.type_name() +
+              ", not the type asked for");
+}
+
 ModuleScope Module::scope() const {
   return ModuleScope(is_anomaly_enabled() ? where() : std::string());
 }

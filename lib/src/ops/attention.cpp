@@ -43,40 +43,16 @@ struct MaskIndex {
 };
 
 MaskIndex index_mask(const Shape& ms, const Shape& full, const char* op) {
-  const size_t r = full.size();
-  bool ok = ms.size() <= r;
-  std::vector<int64_t> stride(r, 0);
-  if (ok) {
-    int64_t st = 1;
-    for (size_t i = ms.size(); i-- > 0;) {
-      const int64_t d = ms[i], want = full[r - ms.size() + i];
-      if (d != want && d != 1) ok = false;
-      stride[r - ms.size() + i] = d == 1 ? 0 : st;
-      st *= d;
-    }
-  }
-  if (!ok)
+  if (!broadcasts_to(ms, full))
     shape_error(op, "attn_mask of shape " + to_string(ms) + " does not broadcast to the scores' shape " +
                         to_string(full) + " (..., Tq, Tk)");
+  const std::vector<int64_t> stride = broadcast_strides(ms, full);
+  const size_t r = full.size();
   MaskIndex mi;
   mi.sq = stride[r - 2];
   mi.sk = stride[r - 1];
-  const size_t nl = r - 2;
-  const int64_t count = numel_of(Shape(full.begin(), full.end() - 2));
-  mi.offset.resize(static_cast<size_t>(count));
-  std::vector<int64_t> idx(nl, 0);
-  int64_t cur = 0;
-  for (int64_t n = 0; n < count; ++n) {
-    mi.offset[static_cast<size_t>(n)] = cur;
-    for (size_t i = nl; i-- > 0;) {  // odometer over the leading dims
-      if (++idx[i] < full[i]) {
-        cur += stride[i];
-        break;
-      }
-      cur -= stride[i] * (full[i] - 1);
-      idx[i] = 0;
-    }
-  }
+  mi.offset = strided_offsets(Shape(full.begin(), full.end() - 2),
+                              std::vector<int64_t>(stride.begin(), stride.end() - 2));
   return mi;
 }
 

@@ -2,6 +2,7 @@
 #include "ops/common.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tg {
 namespace detail {
@@ -34,6 +35,55 @@ AxisSplit split_at(const Shape& shape, size_t axis) {
 
 void shape_error(const char* op, const std::string& what) {
   throw ShapeError(std::string(op) + ": " + what);
+}
+
+std::vector<int64_t> broadcast_strides(const Shape& shape, const Shape& target, int64_t inner) {
+  const size_t n = target.size(), lead = n - shape.size();
+  std::vector<int64_t> stride(n, 0);
+  int64_t st = inner;
+  for (size_t i = n; i-- > lead;) {
+    const int64_t d = shape[i - lead];
+    stride[i] = d == 1 ? 0 : st;
+    st *= d;
+  }
+  return stride;
+}
+
+std::vector<int64_t> strided_offsets(const Shape& dims, const std::vector<int64_t>& strides) {
+  const size_t n = dims.size();
+  const int64_t count = numel_of(dims);
+  std::vector<int64_t> off(static_cast<size_t>(count));
+  std::vector<int64_t> idx(n, 0);
+  int64_t cur = 0;
+  for (int64_t k = 0; k < count; ++k) {
+    off[static_cast<size_t>(k)] = cur;
+    for (size_t i = n; i-- > 0;) {  // the odometer: bump the last dim, carry into the ones before
+      if (++idx[i] < dims[i]) {
+        cur += strides[i];
+        break;
+      }
+      cur -= strides[i] * (dims[i] - 1);
+      idx[i] = 0;
+    }
+  }
+  return off;
+}
+
+Array softmax_backward(const Array& y, const Array& g, const AxisSplit& s, bool log) {
+  Array gx = Array::from_shape(y.shape());
+  const float *py = y.data(), *pg = g.data();
+  float* out = gx.data();
+  for (size_t o = 0; o < s.outer; ++o)
+    for (size_t j = 0; j < s.inner; ++j) {
+      const size_t base = o * s.n * s.inner + j;
+      float acc = 0;  // Σ g y, or Σ g
+      for (size_t i = 0; i < s.n; ++i) acc += pg[base + i * s.inner] * (log ? 1.0f : py[base + i * s.inner]);
+      for (size_t i = 0; i < s.n; ++i) {
+        const size_t k = base + i * s.inner;
+        out[k] = log ? pg[k] - std::exp(py[k]) * acc : py[k] * (pg[k] - acc);
+      }
+    }
+  return gx;
 }
 
 }  // namespace detail

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "autograd/node.h"
 #include "core/shape.h"
@@ -23,6 +24,19 @@ struct AxisSplit {
 };
 AxisSplit split_at(const Shape& shape, size_t axis);
 [[noreturn]] void shape_error(const char* op, const std::string& what);
+
+/// The strides, in elements, of a row-major block of shape `shape` whose elements are
+/// `inner` apart, seen through the broadcast shape `target` (aligned at the right): 0 along
+/// the dims it repeats over. The caller has checked that `shape` broadcasts to `target`.
+std::vector<int64_t> broadcast_strides(const Shape& shape, const Shape& target, int64_t inner = 1);
+/// The offset of every index of `dims`, in row-major order, under `strides`: the odometer
+/// that walks broadcast batch dims (matmul's operands, attention's masks).
+std::vector<int64_t> strided_offsets(const Shape& dims, const std::vector<int64_t>& strides);
+
+/// The backward of softmax (log = false) and log_softmax (log = true) along the axis of `s`,
+/// from their output y and its gradient g:
+///   softmax      dx = y (g - Σ g y)          log_softmax  dx = g - e^y Σ g
+Array softmax_backward(const Array& y, const Array& g, const AxisSplit& s, bool log);
 
 }  // namespace detail
 }  // namespace tg

@@ -13,30 +13,7 @@ namespace {
 // Offsets (in elements) of each batch's matrix inside an operand whose batch dims
 // `batch` broadcast to `out_batch`; broadcast dims repeat the same matrix.
 std::vector<int64_t> batch_offsets(const Shape& batch, const Shape& out_batch, int64_t matrix) {
-  const size_t n = out_batch.size(), lead = n - batch.size();
-  std::vector<int64_t> stride(n, 0);
-  int64_t st = matrix;
-  for (size_t i = n; i-- > lead;) {
-    const int64_t d = batch[i - lead];
-    stride[i] = d == 1 ? 0 : st;
-    st *= d;
-  }
-  const int64_t count = numel_of(out_batch);
-  std::vector<int64_t> off(static_cast<size_t>(count));
-  std::vector<int64_t> idx(n, 0);
-  int64_t cur = 0;
-  for (int64_t b = 0; b < count; ++b) {
-    off[static_cast<size_t>(b)] = cur;
-    for (size_t i = n; i-- > 0;) {  // odometer increment
-      if (++idx[i] < out_batch[i]) {
-        cur += stride[i];
-        break;
-      }
-      cur -= stride[i] * (out_batch[i] - 1);
-      idx[i] = 0;
-    }
-  }
-  return off;
+  return strided_offsets(out_batch, broadcast_strides(batch, out_batch, matrix));
 }
 
 }  // namespace

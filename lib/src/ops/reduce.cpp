@@ -147,18 +147,7 @@ Tensor softmax(const Tensor& a, int64_t axis) {
   const AxisSplit s = split_at(in, norm_axis(axis, in.size(), "softmax"));
   auto y = std::make_shared<Array>(softmax_forward(val(a), s, false));
   return record("softmax", y, {a}, [y, s](BackwardContext& ctx) {
-    Array gx = Array::from_shape(y->shape());
-    const float *py = y->data(), *pg = ctx.grad.data();
-    float* out = gx.data();
-    for (size_t o = 0; o < s.outer; ++o)
-      for (size_t j = 0; j < s.inner; ++j) {
-        const size_t base = o * s.n * s.inner + j;
-        float dot = 0;
-        for (size_t i = 0; i < s.n; ++i) dot += pg[base + i * s.inner] * py[base + i * s.inner];
-        for (size_t i = 0; i < s.n; ++i)
-          out[base + i * s.inner] = py[base + i * s.inner] * (pg[base + i * s.inner] - dot);
-      }
-    ctx.give(0, std::move(gx));
+    ctx.give(0, softmax_backward(*y, ctx.grad, s, false));
   });
 }
 
@@ -169,18 +158,7 @@ Tensor log_softmax(const Tensor& a, int64_t axis) {
   const AxisSplit s = split_at(in, norm_axis(axis, in.size(), "log_softmax"));
   auto y = std::make_shared<Array>(softmax_forward(val(a), s, true));
   return record("log_softmax", y, {a}, [y, s](BackwardContext& ctx) {
-    Array gx = Array::from_shape(y->shape());
-    const float *py = y->data(), *pg = ctx.grad.data();
-    float* out = gx.data();
-    for (size_t o = 0; o < s.outer; ++o)
-      for (size_t j = 0; j < s.inner; ++j) {
-        const size_t base = o * s.n * s.inner + j;
-        float gs = 0;
-        for (size_t i = 0; i < s.n; ++i) gs += pg[base + i * s.inner];
-        for (size_t i = 0; i < s.n; ++i)
-          out[base + i * s.inner] = pg[base + i * s.inner] - std::exp(py[base + i * s.inner]) * gs;
-      }
-    ctx.give(0, std::move(gx));
+    ctx.give(0, softmax_backward(*y, ctx.grad, s, true));
   });
 }
 

@@ -141,92 +141,87 @@ class GELU : public UnaryModule {
 
 // ---- containers ------------------------------------------------------------------------------
 
+/// What Sequential and ModuleList share: modules kept in order, each registered under a name
+/// of its own, with bounds-checked and typed access. Item is the type they all have.
+template <class Base, class Item>
+class ModuleSequence : public Base {
+ public:
+  size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
+  /// The i-th module; tg::IndexError if out of range.
+  std::shared_ptr<Item> operator[](size_t i) const {
+    this->check_index(i, items_.size());
+    return items_[i];
+  }
+  /// The i-th module as an M; tg::ValueError if it is not one.
+  template <class M>
+  std::shared_ptr<M> at(size_t i) const {
+    auto m = std::dynamic_pointer_cast<M>((*this)[i]);
+    if (!m) this->type_mismatch(i, *items_[i]);
+    return m;
+  }
+  auto begin() const { return items_.begin(); }
+  auto end() const { return items_.end(); }
+
+ protected:
+  explicit ModuleSequence(std::string type_name) : Base(std::move(type_name)) {}
+  /// Registers `module` under `name` and appends it.
+  template <class M>
+  std::shared_ptr<M> append(const std::string& name, std::shared_ptr<M> module) {
+    this->register_module(name, module);
+    items_.push_back(module);
+    return module;
+  }
+
+  std::vector<std::shared_ptr<Item>> items_;
+};
+
 /// Tensor -> tensor modules applied in order, registered as "0", "1", ... (as in PyTorch), or
 /// under names of your own. Empty, it is the identity.
 ///
 ///   auto mlp = std::make_shared<Sequential>(std::make_shared<Linear>(784, 256),
 ///                                           std::make_shared<ReLU>(),
 ///                                           std::make_shared<Linear>(256, 10));
-class Sequential : public UnaryModule {
+class Sequential : public ModuleSequence<UnaryModule, UnaryModule> {
  public:
-  Sequential() : UnaryModule("Sequential") {}
+  Sequential() : ModuleSequence("Sequential") {}
   template <class... M>
-  explicit Sequential(std::shared_ptr<M>... modules) : UnaryModule("Sequential") {
+  explicit Sequential(std::shared_ptr<M>... modules) : ModuleSequence("Sequential") {
     (push_back(std::move(modules)), ...);
   }
 
   /// Appends under the name "<size()>" and returns the module.
   template <class M>
   std::shared_ptr<M> push_back(std::shared_ptr<M> module) {
-    return push_back(std::to_string(modules_.size()), std::move(module));
+    return push_back(std::to_string(size()), std::move(module));
   }
   /// Appends under a name of your own.
   template <class M>
   std::shared_ptr<M> push_back(const std::string& name, std::shared_ptr<M> module) {
     static_assert(std::is_base_of<UnaryModule, M>::value,
                   "Sequential holds tensor -> tensor modules (derived from nn::UnaryModule)");
-    register_module(name, module);
-    modules_.push_back(module);
-    return module;
+    return append(name, std::move(module));
   }
 
   /// x -> modules[n-1](...modules[0](x))
   Tensor forward(const Tensor& x) override;
-
-  size_t size() const { return modules_.size(); }
-  bool empty() const { return modules_.empty(); }
-  /// The i-th module; tg::IndexError if out of range.
-  std::shared_ptr<UnaryModule> operator[](size_t i) const;
-  /// The i-th module as an M; tg::ValueError if it is not one.
-  template <class M>
-  std::shared_ptr<M> at(size_t i) const {
-    auto m = std::dynamic_pointer_cast<M>((*this)[i]);
-    if (!m) type_mismatch(i);
-    return m;
-  }
-  auto begin() const { return modules_.begin(); }
-  auto end() const { return modules_.end(); }
-
- private:
-  [[noreturn]] void type_mismatch(size_t i) const;
-  std::vector<std::shared_ptr<UnaryModule>> modules_;
 };
 
 /// A list of modules of any kind, registered as "0", "1", ... so their parameters are named
 /// "0.weight", "1.weight", ... It has no forward: the owner loops over it.
-class ModuleList : public Module {
+class ModuleList : public ModuleSequence<Module, Module> {
  public:
-  ModuleList() : Module("ModuleList") {}
+  ModuleList() : ModuleSequence("ModuleList") {}
   template <class... M>
-  explicit ModuleList(std::shared_ptr<M>... modules) : Module("ModuleList") {
+  explicit ModuleList(std::shared_ptr<M>... modules) : ModuleSequence("ModuleList") {
     (push_back(std::move(modules)), ...);
   }
 
   /// Appends under the name "<size()>" and returns the module.
   template <class M>
   std::shared_ptr<M> push_back(std::shared_ptr<M> module) {
-    register_module(std::to_string(modules_.size()), module);
-    modules_.push_back(module);
-    return module;
+    return append(std::to_string(size()), std::move(module));
   }
-
-  size_t size() const { return modules_.size(); }
-  bool empty() const { return modules_.empty(); }
-  /// The i-th module; tg::IndexError if out of range.
-  std::shared_ptr<Module> operator[](size_t i) const;
-  /// The i-th module as an M; tg::ValueError if it is not one.
-  template <class M>
-  std::shared_ptr<M> at(size_t i) const {
-    auto m = std::dynamic_pointer_cast<M>((*this)[i]);
-    if (!m) type_mismatch(i);
-    return m;
-  }
-  auto begin() const { return modules_.begin(); }
-  auto end() const { return modules_.end(); }
-
- private:
-  [[noreturn]] void type_mismatch(size_t i) const;
-  std::vector<std::shared_ptr<Module>> modules_;
 };
 
 }  // namespace nn

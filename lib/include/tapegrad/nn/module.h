@@ -88,6 +88,10 @@ class Module : public std::enable_shared_from_this<Module> {
   /// Throws tg::ShapeError prefixed with where(): "q_proj (Linear 64→64): <what>".
   [[noreturn]] void shape_error(const std::string& what) const;
   [[noreturn]] void value_error(const std::string& what) const;
+  /// For containers: tg::IndexError naming this module unless i < n.
+  void check_index(size_t i, size_t n) const;
+  /// For containers: tg::ValueError saying that module i (`m`) is not the type asked for.
+  [[noreturn]] void type_mismatch(size_t i, const Module& m) const;
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> child);
