@@ -9,11 +9,11 @@ B=${1:-build-gpu}
 shift || true
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DTAPEGRAD_CUDA=ON -DTAPEGRAD_BUILD_EXAMPLES=OFF
-cmake --build "$B" -j"$(nproc)" --target tapegrad_cuda test_gemm gemm_bench
+cmake --build "$B" -j"$(nproc)" --target tapegrad_cuda test_backend_gemm gemm_bench
 export TAPEGRAD_CUDA_PLUGIN="$(cd "$B" && pwd)/lib/libtapegrad_cuda.so"
 # TAPEGRAD_REQUIRE_CUDA turns GemmCuda.MatchesOpenBlas's skip into a failure.
-TAPEGRAD_REQUIRE_CUDA=1 "$B/tests/test_gemm" | tee "$B/test_gemm.log"
-if grep -q "SKIPPED \] GemmCuda" "$B/test_gemm.log"; then
+TAPEGRAD_REQUIRE_CUDA=1 "$B/tests/test_backend_gemm" | tee "$B/test_backend_gemm.log"
+if grep -q "SKIPPED \] GemmCuda" "$B/test_backend_gemm.log"; then
   echo "gpu_check: the cuBLAS comparison was skipped; is there a GPU?" >&2
   exit 1
 fi

@@ -25,6 +25,7 @@ class GLU : public tg::nn::UnaryModule {
     tg::nn::init::constant_(gate_bias, 1.0f);  // gates start mostly open
   }
   tg::Tensor forward(const tg::Tensor& x) override {
+    auto scope = this->scope();  // names this module in anomaly reports
     if (x.dim() == 0 || x.size(-1) != in_)
       shape_error("input shape " + tg::to_string(x.shape()) + ", expected last dim " + std::to_string(in_));
     return value->forward(x) * tg::sigmoid(tg::linear(x, gate_weight, gate_bias));

@@ -12,7 +12,7 @@
 # working corpus in build-fuzz/corpus/<target>/ (not committed). A crash, leak, timeout or
 # out-of-memory stops the target and leaves its input under build-fuzz/crashes/<target>/:
 # fix the bug, then copy the input into fuzz/corpus/<target>/ so that ctest replays it
-# (tests/test_fuzz_regressions.cpp). Totals go to build-fuzz/summary.txt.
+# (tests/io/test_fuzz_regressions.cpp). Totals go to build-fuzz/summary.txt.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TAPEGRAD_FUZZ_BUILD:-$root/build-fuzz}

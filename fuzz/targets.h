@@ -1,6 +1,6 @@
 #pragma once
 // The fuzzed entry points, shared by the libFuzzer harnesses (fuzz/fuzz_*.cpp, clang) and
-// the ctest replay of the committed corpus (tests/test_fuzz_regressions.cpp, g++).
+// the ctest replay of the committed corpus (tests/io/test_fuzz_regressions.cpp, g++).
 //
 // Each target takes arbitrary bytes, feeds them to a loader the way a user's file would reach
 // it, and then uses whatever loaded. A tg::Error is the expected outcome of bad bytes; any

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The numpy side of tests/test_npz.cpp (run with /usr/bin/python3, which has numpy).
+"""The numpy side of tests/io/test_npz.cpp (run with /usr/bin/python3, which has numpy).
 
   npz_roundtrip.py IN OUT KEY=SHAPE...
       Checks that IN (written by tapegrad) holds exactly the arrays KEY with SHAPE ("4x3",

@@ -1,4 +1,4 @@
-// The cuBLAS GEMM plugin: libtapegrad_cuda.so, loaded by lib/src/gemm.cpp with dlopen.
+// The cuBLAS GEMM plugin: libtapegrad_cuda.so, loaded by lib/src/backend/device.cpp with dlopen.
 // Host C++ only (no kernels of our own). The ABI is in plugin_abi.h.
 //
 // Row-major to cuBLAS's column-major: a row-major (R, C) buffer with leading dimension ld

@@ -1,6 +1,6 @@
 /* The C ABI between libtapegrad (which dlopens) and libtapegrad_cuda.so (the plugin).
  * Plain C types only, so either side can change compiler or standard library.
- * Matrices are row-major with leading dimensions, exactly as in lib/src/gemm.h.
+ * Matrices are row-major with leading dimensions, exactly as in lib/src/backend/gemm.h.
  *
  * Every call returns a status:
  *   0                      success;

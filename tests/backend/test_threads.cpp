@@ -1,4 +1,4 @@
-// Products split across tapegrad's threads (tg::set_num_threads, lib/src/gemm_cblas.cpp and
+// Products split across tapegrad's threads (tg::set_num_threads, lib/src/backend/gemm_cblas.cpp and
 // thread_pool.cpp): the same results as a double-precision reference at 1, 2 and 3 threads,
 // for splits by rows, by columns and by batch, ragged and transposed operands, padded
 // leading dimensions, beta; C's gaps are never written; products from several user threads

@@ -4,7 +4,7 @@
 //
 // To (re)create the fixtures (only when deliberately introducing them; a format change must
 // bump the version and keep reading v1.ckpt):
-//   TAPEGRAD_WRITE_FIXTURES=1 build/tests/test_checkpoint_compat --gtest_filter=*WriteFixtures
+//   TAPEGRAD_WRITE_FIXTURES=1 build/tests/test_io_checkpoint_compat --gtest_filter=*WriteFixtures
 #include <gtest/gtest.h>
 
 #include <cstdlib>

@@ -24,7 +24,7 @@ k_proj, [2C:3C] v_proj; out_proj.weight/.bias keep their names.
 The TransformerBlock reference is built from torch.nn pieces (LayerNorm,
 MultiheadAttention(batch_first=True), Linear, GELU/ReLU) with dropout 0, pre-LN:
 x = x + attn(ln1(x)); x = x + fc2(act(fc1(ln2(x)))).
-tests/test_nn_attention.cpp builds the same modules, loads parameters by name and compares.
+tests/nn/test_attention.cpp builds the same modules, loads parameters by name and compares.
 """
 import os
 

@@ -13,10 +13,10 @@ Each module case <name> writes, under tests/fixtures/nn/:
     <name>.param.<key>.npy    every state_dict entry, named by its key ("0.weight")
     <name>.grad.<key>.npy     its gradient
     <name>.nparams.npy        how many state_dict entries there are (int64)
-tests/test_nn_layers.cpp builds the same module, loads the parameters by name and compares.
+tests/nn/test_layers.cpp builds the same module, loads the parameters by name and compares.
 
 The init cases write init.*.npy: fans, gains and the bounds/stds PyTorch's formulas give
-(read by tests/test_nn_init.cpp, which lists the same shapes and nonlinearities).
+(read by tests/nn/test_init.cpp, which lists the same shapes and nonlinearities).
 """
 import math
 import os
@@ -106,7 +106,7 @@ def modules():
     module_case("sequential", seq, x=torch.randn(3, 4))
 
 
-# Shapes and nonlinearities for the init cases; tests/test_nn_init.cpp lists the same ones.
+# Shapes and nonlinearities for the init cases; tests/nn/test_init.cpp lists the same ones.
 INIT_SHAPES = [(300, 200), (64, 32, 3, 3), (40, 100, 5), (128, 1000)]
 GAINS = [("linear", 0.0), ("conv2d", 0.0), ("sigmoid", 0.0), ("tanh", 0.0), ("relu", 0.0),
          ("leaky_relu", 0.01), ("leaky_relu", 0.2), ("leaky_relu", math.sqrt(5)), ("selu", 0.0)]

@@ -10,7 +10,7 @@ Each case <name> writes, under tests/fixtures/ops/:
     <name>.y.npy          the forward value
     <name>.g.npy          a random upstream gradient, same shape as y
     <name>.d<input>.npy   the gradient of every float input after y.backward(g)
-tests/test_ops_reference.cpp runs the same op in tapegrad and compares all of them.
+tests/ops/test_reference.cpp runs the same op in tapegrad and compares all of them.
 """
 import os
 

@@ -8,7 +8,7 @@ Run from the repository root with the system Python (it has torch and numpy):
 
 Writes, under tests/fixtures/optim/:
 
-Optimizer trajectories (tests/test_optim.cpp): each case runs one optimizer configuration on
+Optimizer trajectories (tests/optim/test_optimizers.cpp): each case runs one optimizer configuration on
 two parameters of shapes (3, 4) and (5,) for STEPS steps with a fixed sequence of gradients
 whose scale changes from step to step (so amsgrad's running max matters). Some cases leave a
 parameter without a gradient at one step (PyTorch then skips it and its step count).
@@ -17,11 +17,11 @@ parameter without a gradient at one step (PyTorch then skips it and its step cou
     <case>.has0.npy, <case>.has1.npy    1 where the parameter has a gradient at that step
     <case>.traj0.npy, <case>.traj1.npy  the parameters after every step, (STEPS, *shape)
 
-LR schedules (tests/test_sched.cpp), float64, one row per epoch starting at construction,
+LR schedules (tests/optim/test_lr_scheduler.cpp), float64, one row per epoch starting at construction,
 one column per parameter group (base lrs 0.1 and 0.02):
     sched_<name>.lr.npy
 
-Clipping (tests/test_optim.cpp): three gradients of shapes (3, 4), (5,), (2, 2, 2):
+Clipping (tests/optim/test_optimizers.cpp): three gradients of shapes (3, 4), (5,), (2, 2, 2):
     clip_<name>.in<k>.npy, clip_<name>.out<k>.npy, clip_<name>.norm.npy (0-d float32)
 """
 import math

@@ -13,7 +13,7 @@ Each case <name> writes, under tests/fixtures/rnn/:
     <name>.dx.npy, .dh0.npy, .dc0.npy   d(Σ g_<out> · <out>)/d(input, states)
     <name>.param.<key>.npy    every state_dict entry, named by PyTorch's key ("weight_ih_l0")
     <name>.grad.<key>.npy     its gradient
-tests/test_nn_rnn.cpp builds the same module, loads the parameters by name (mapping
+tests/nn/test_rnn.cpp builds the same module, loads the parameters by name (mapping
 RNNCell's i2h/h2h names onto weight_ih/bias_ih/weight_hh/bias_hh) and compares.
 
 The char-RNN case writes charrnn.*: the one-hot word (T, 1, 57), the target class, the
