@@ -184,7 +184,7 @@ TEST(BadInput, TensorsAndFactories) {
       err<ShapeError>("DataView::assign count", {"assign", "2"}, [] { zeros({2, 3}).data().assign({1, 2}); }),
       err<ShapeError>("set_grad shape", {"set_grad", "[3]", "[2, 3]"},
                       [] { zeros({2, 3}, true).set_grad(zeros({3})); }),
-      err<ShapeError>("copy_ shape", {"copy_", "[3]", "[2, 3]"}, [] { zeros({2, 3}).copy_(zeros({3})); }),
+      err<ShapeError>("copy_ shape", {"copy_", "[4]", "[2, 3]"}, [] { zeros({2, 3}).copy_(zeros({4})); }),
       err<AutogradError>("requires_grad_ on a non-leaf", {"requires_grad_", "leaf"},
                          [] { (zeros({2}, true) * 2.0f).requires_grad_(false); }),
       err<AutogradError>("retain_grad without grad", {"retain_grad", "does not require grad"},

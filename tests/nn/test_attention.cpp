@@ -23,6 +23,7 @@ void load_params(Module& m, const std::string& c) {
   const auto params = m.named_parameters();
   const auto n = ref::load_indices(kDir + c + ".nparams.npy");
   ASSERT_EQ(n.values.at(0), static_cast<int64_t>(params.size())) << c;
+  NoGradGuard no_grad;  // parameters are set as PyTorch users do, under torch.no_grad()
   for (const auto& [name, t] : params) t.copy_(load(c + ".param." + name));
 }
 

@@ -49,6 +49,7 @@ void load_params(const std::string& name, nn::Module& m) {
   for (const auto& [key, t] : named) {
     const Tensor value = ref::load(file(name, "param." + key));
     ASSERT_EQ(t.shape(), value.shape()) << name << ": " << key;
+    NoGradGuard no_grad;  // as PyTorch users set parameters, under torch.no_grad()
     t.copy_(value);
     t.set_grad(Tensor());
   }
@@ -225,6 +226,7 @@ TEST_F(NnLayers, TwoStackedLinearsEqualOneWithTheProductWeight) {
       nn::init::normal_(l2.bias);
     }
     nn::Linear one(nn::LinearOptions(5, 3).bias(bias));
+    NoGradGuard no_grad;
     one.weight.copy_(matmul(l2.weight, l1.weight));                    // W = W2 W1
     if (bias) one.bias.copy_(linear(l1.bias, l2.weight, l2.bias));     // b = W2 b1 + b2
     const Tensor x = randn({2, 7, 5});

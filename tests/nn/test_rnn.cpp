@@ -47,6 +47,7 @@ size_t count_files(const std::string& prefix) {
 void load_params(const nn::Module& m, const std::string& cas, const NameMap& map = same) {
   const auto params = m.named_parameters();
   EXPECT_EQ(params.size(), count_files(cas + ".param.")) << cas;
+  NoGradGuard no_grad;  // parameters are set as PyTorch users do, under torch.no_grad()
   for (const auto& [name, p] : params) p.copy_(load(cas + ".param." + map(name)));
 }
 
@@ -271,6 +272,7 @@ TEST(RNNReference, CharRNNClassifier) {
 namespace {
 void copy_layer0(const nn::RNNBase& m, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
                  const Tensor& b_hh) {
+  NoGradGuard no_grad;
   w_ih.copy_(m.weight_ih[0]);
   w_hh.copy_(m.weight_hh[0]);
   b_ih.copy_(m.bias_ih[0]);
@@ -402,8 +404,11 @@ TEST_F(RNNTest, UnbatchedAndBatchFirstLayouts) {
 
   nn::GRU seq_first(nn::GRUOptions(3, 4));
   nn::GRU batch_first(nn::GRUOptions(3, 4).batch_first(true));
-  for (size_t i = 0; i < seq_first.parameters().size(); ++i)
-    batch_first.parameters()[i].copy_(seq_first.parameters()[i]);
+  {
+    NoGradGuard no_grad;
+    for (size_t i = 0; i < seq_first.parameters().size(); ++i)
+      batch_first.parameters()[i].copy_(seq_first.parameters()[i]);
+  }
   const Tensor xs = randn({6, 2, 3});
   const auto a = seq_first.forward(xs);
   const auto c = batch_first.forward(transpose(xs, 0, 1));

@@ -47,6 +47,15 @@ inline Tensor operator*(const Tensor& a, float s) { return mul(a, s); }
 inline Tensor operator*(float s, const Tensor& a) { return mul(a, s); }
 inline Tensor operator/(const Tensor& a, float s) { return mul(a, 1.0f / s); }
 inline Tensor operator/(float s, const Tensor& a) { return rdiv(s, a); }
+/// In place (Tensor::add_, ...): a's values change, a's shape does not.
+inline const Tensor& operator+=(const Tensor& a, const Tensor& b) { return a.add_(b); }
+inline const Tensor& operator-=(const Tensor& a, const Tensor& b) { return a.sub_(b); }
+inline const Tensor& operator*=(const Tensor& a, const Tensor& b) { return a.mul_(b); }
+inline const Tensor& operator/=(const Tensor& a, const Tensor& b) { return a.div_(b); }
+inline const Tensor& operator+=(const Tensor& a, float s) { return a.add_(s); }
+inline const Tensor& operator-=(const Tensor& a, float s) { return a.sub_(s); }
+inline const Tensor& operator*=(const Tensor& a, float s) { return a.mul_(s); }
+inline const Tensor& operator/=(const Tensor& a, float s) { return a.div_(s); }
 
 // ---- reductions ----------------------------------------------------------------------
 /// Sum of every element: a 0-d tensor.

@@ -67,7 +67,9 @@ class Tensor {
   int64_t size(int64_t d) const;
   int64_t numel() const;
 
-  /// The values, mutable: w.data()(0, 1) = 0.5f sets one weight.
+  /// The values, mutable: w.data()(0, 1) = 0.5f sets one weight. Writes through these are
+  /// raw: not recorded and not counted in version() (as PyTorch's .data); use the in-place
+  /// ops below, or NoGradGuard + copy_, when a backward may still read the old values.
   DataView data() const;
   float* data_ptr() const;
   std::vector<float> to_vector() const;
@@ -95,12 +97,40 @@ class Tensor {
   /// Saved values are freed afterwards unless retain_graph is true.
   void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
 
-  /// A new leaf sharing this tensor's values, cut from the tape.
+  /// A new leaf sharing this tensor's values (and their version counter), cut from the tape.
   Tensor detach() const;
   /// A new leaf with a copy of the values.
   Tensor clone() const;
-  /// Copies values from `src` (same shape) without recording anything.
-  void copy_(const Tensor& src) const;
+
+  // ---- in-place ops (ops/inplace.cpp) ---------------------------------------------------------
+  // Each writes this tensor's values and bumps its version, so a backward that saved the old
+  // values refuses to run (tg::AutogradError) instead of computing with the new ones. On a
+  // tensor that has a history (or an operand that requires grad) the write is recorded, and
+  // the tensor's history continues from it, as in PyTorch. On a leaf that requires grad it is
+  // an error unless grad mode is off (tg::NoGradGuard): that is how parameters are changed.
+  // `other` broadcasts to this tensor's shape, which never changes.
+
+  /// this ← src (broadcast), recorded: the gradient flows to src, none to the old values.
+  const Tensor& copy_(const Tensor& src) const;
+  const Tensor& add_(const Tensor& other) const;
+  const Tensor& add_(float s) const;
+  const Tensor& sub_(const Tensor& other) const;
+  const Tensor& sub_(float s) const;
+  const Tensor& mul_(const Tensor& other) const;
+  const Tensor& mul_(float s) const;
+  const Tensor& div_(const Tensor& other) const;
+  const Tensor& div_(float s) const;
+  /// Every element ← value (the old values get no gradient).
+  const Tensor& fill_(float value) const;
+  const Tensor& zero_() const;
+  /// Clamps to [min, max] (NaN stays NaN); the gradient passes where min <= x <= max.
+  const Tensor& clamp_(float min, float max) const;
+  /// Where mask (0/1, broadcast) is nonzero, the element ← value.
+  const Tensor& masked_fill_(const Tensor& mask, float value) const;
+
+  /// How many in-place writes the values have had (PyTorch's x._version). Raw writes through
+  /// data() and data_ptr() are not counted.
+  uint32_t version() const;
 
   std::string to_string() const;
 

@@ -127,11 +127,12 @@ void check_gradient(const Node& node, size_t i, const Array& g, const Array& gra
     const Census gc = census(grad_out);
     received = to_string(shape_of(grad_out)) + (gc.finite() ? ", finite" : ", holding " + describe(gc));
   }
-  const TensorImpl* in = node.inputs[i].get();
+  const Edge& in = node.next[i];
+  const Shape in_shape = in.fn ? in.fn->shape : shape_of(in.leaf->storage->data);
   throw AnomalyError("anomaly detected: the backward of op '" + std::string(node.name) + "'" +
                      in_module(node.module) + " produced " + describe(c) +
                      " in the gradient of its input " + std::to_string(i) + " (shape " +
-                     to_string(shape_of(*in->value)) + (in->grad_fn ? "" : ", a leaf") +
+                     to_string(in_shape) + (in.fn ? "" : ", a leaf") +
                      "; gradient shape " + to_string(shape_of(g)) +
                      "); the output gradient it received: " + received);
 }

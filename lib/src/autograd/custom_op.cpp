@@ -28,7 +28,7 @@ Tensor custom_op(const std::string& name, const Tensor& value, const std::vector
       throw ValueError("custom_op '" + name + "': input " + std::to_string(i) + " is undefined");
   const char* op = intern_op_name(name);
   // The node's value is a copy, so the op's result never aliases a tensor the caller keeps.
-  auto out = std::make_shared<Array>(val(value));
+  auto out = make_storage(Array(val(value)));
   const size_t n = inputs.size();
   std::vector<Shape> shapes;
   for (const auto& t : inputs) shapes.push_back(shape_of(val(t)));

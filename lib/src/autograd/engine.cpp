@@ -2,11 +2,14 @@
 //
 // Every recorded op gets a sequence number from a global counter, so sorting the nodes
 // reachable from the root by descending sequence number is a valid reverse topological
-// order: an op always runs after the ops that consumed its output. Nothing recurses, so a
-// chain of 100,000 ops is as safe as a chain of three.
+// order: an op always runs after the ops that consumed its output. Nothing recurses, neither
+// the replay nor the teardown of a graph, so a chain of 200,000 ops is as safe as a chain of
+// three.
 #include <algorithm>
 #include <atomic>
-#include <sstream>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <utility>
 
 #include <xtensor/xmath.hpp>
@@ -23,61 +26,108 @@ namespace detail {
 namespace {
 thread_local bool grad_enabled = true;
 std::atomic<uint64_t> next_seq{1};
-}  // namespace
-
-bool BackwardContext::needs(size_t i) const { return node_.inputs.at(i) != nullptr; }
-
-namespace {
 std::atomic<uint32_t> next_replay{1};
+// Backward passes in two threads may meet in one leaf (a shared parameter): its gradient is
+// accumulated under this lock, as PyTorch does.
+std::mutex leaf_mutex;
 
-void accumulate(std::shared_ptr<Array>& dst, Array&& g) {
+void accumulate(std::shared_ptr<Storage>& dst, Array&& g) {
   if (!dst) {
-    dst = std::make_shared<Array>(std::move(g));
+    dst = make_storage(std::move(g));
   } else {
-    xt::noalias(*dst) += g;  // plain += would build a temporary first
+    xt::noalias(dst->data) += g;  // plain += would build a temporary first
+    bump_version(*dst);
   }
+}
+
+void accumulate_leaf(TensorImpl& leaf, Array&& g) {
+  std::lock_guard<std::mutex> lock(leaf_mutex);
+  accumulate(leaf.grad, std::move(g));
+}
+
+Edge edge_to(const Tensor& t) {
+  if (!t.defined() || !t.impl()->requires_grad) return {};
+  if (t.impl()->grad_fn) return {t.impl()->grad_fn, nullptr};
+  return {nullptr, t.impl()};
+}
+
+bool same_shape(const Array& g, const Shape& target) {
+  const auto& gs = g.shape();
+  if (gs.size() != target.size()) return false;
+  for (size_t i = 0; i < gs.size(); ++i)
+    if (static_cast<int64_t>(gs[i]) != target[i]) return false;
+  return true;
 }
 }  // namespace
 
+bool BackwardContext::needs(size_t i) const { return node_.next.at(i).defined(); }
+
+const Array& BackwardContext::read(const Saved& s) const {
+  const uint32_t now = version_of(*s.storage_);
+  if (now != s.version_)
+    throw AutogradError(
+        std::string("backward of op '") + node_.name +
+        "': one of the variables needed for gradient computation has been modified by an "
+        "inplace operation: a tensor of shape " + to_string(shape_of(s.storage_->data)) +
+        " is at version " + std::to_string(now) + "; expected version " +
+        std::to_string(s.version_) + " (when '" + node_.name +
+        "' saved it). Compute from a clone() instead, or write in place after backward()");
+  return s.storage_->data;
+}
+
 // Sums g down to input i's shape and adds it where it belongs: to the pending gradient of
 // the node that produced the input (which runs later: it has a lower sequence number), or to
-// a leaf's .grad(). The input's shape is read from its value, which the node keeps alive.
+// a leaf's .grad(). g must have the input's shape or one the input broadcasts to.
 void BackwardContext::give(size_t i, Array g) {
-  TensorImpl* in = node_.inputs.at(i).get();
-  if (!in) return;
+  const Edge& e = node_.next.at(i);
+  if (!e.defined()) return;
   if (anomaly_on()) check_gradient(node_, i, g, grad_);
-  const auto& shape = in->value->shape();
-  Array gi = g.shape() == shape ? std::move(g) : sum_to(g, Shape(shape.begin(), shape.end()));
-  if (in->grad_fn) {
-    std::optional<Array>& dst = pending_[in->grad_fn->slot];
+  const bool exact = e.fn ? same_shape(g, e.fn->shape) : g.shape() == e.leaf->storage->data.shape();
+  if (!exact) {
+    const Shape target = e.fn ? e.fn->shape : shape_of(e.leaf->storage->data);
+    if (!broadcasts_to(target, shape_of(g)))
+      throw AutogradError(std::string("backward of op '") + node_.name + "' gave input " +
+                          std::to_string(i) + " a gradient of shape " + to_string(shape_of(g)) +
+                          ", which the input's shape " + to_string(target) +
+                          " does not broadcast to");
+    g = sum_to(g, target);
+  }
+  if (e.fn) {
+    std::optional<Array>& dst = pending_[e.fn->slot];
     if (dst)
-      xt::noalias(*dst) += gi;
+      xt::noalias(*dst) += g;
     else
-      dst.emplace(std::move(gi));
+      dst.emplace(std::move(g));
   } else {
-    accumulate(in->grad, std::move(gi));
+    accumulate_leaf(*e.leaf, std::move(g));
   }
 }
 
 Node::~Node() {
-  // Destroying the last handle of a long chain would otherwise recurse once per op.
-  // Move the nodes this one owns alone into a list and destroy them from a loop.
-  static thread_local std::vector<std::shared_ptr<Node>>* pending = nullptr;
-  std::vector<std::shared_ptr<Node>> local;
-  const bool top = pending == nullptr;
-  if (top) pending = &local;
-  for (auto& in : inputs) {
-    if (in && in.use_count() == 1 && in->grad_fn) pending->push_back(std::move(in->grad_fn));
+  // What a node owns may own further nodes: its edges, and whatever its closure captured (a
+  // custom op's closure may hold a tensor, with a history of its own). Destroying them here
+  // would recurse once per node. Instead the outermost ~Node on this thread takes them over
+  // and destroys them one by one from a loop, so any graph is freed with a constant stack.
+  struct Parts {
+    std::vector<Edge> next;
+    BackwardFn backward;
+  };
+  static thread_local std::vector<Parts>* pending = nullptr;
+  Parts parts{std::move(next), std::move(backward)};
+  next.clear();
+  backward = nullptr;
+  if (pending) {
+    pending->push_back(std::move(parts));
+    return;
   }
-  inputs.clear();
-  if (top) {
-    while (!local.empty()) {
-      auto n = std::move(local.back());
-      local.pop_back();
-      n.reset();  // may push more nodes onto `local`
-    }
-    pending = nullptr;
-  }
+  std::vector<Parts> local;
+  pending = &local;
+  local.push_back(std::move(parts));
+  while (!local.empty()) {
+    Parts p = std::move(local.back());
+    local.pop_back();
+  }  // p dies here; the nodes it held push their parts onto `local`
+  pending = nullptr;
 }
 
 namespace {
@@ -88,27 +138,29 @@ bool any_requires_grad(const Tensor* inputs, size_t n) {
   return false;
 }
 
-Tensor record_impl(const char* name, std::shared_ptr<Array> value, const Tensor* inputs, size_t n,
+std::shared_ptr<Node> make_node(const char* name, const Tensor* inputs, size_t n, Shape shape,
+                                BackwardFn fn, const std::shared_ptr<TensorImpl>& output) {
+  auto node = std::make_shared<Node>();
+  node->name = name;
+  node->seq = next_seq.fetch_add(1, std::memory_order_relaxed);
+  node->next.reserve(n);
+  for (size_t i = 0; i < n; ++i) node->next.push_back(edge_to(inputs[i]));
+  node->shape = std::move(shape);
+  node->backward = std::move(fn);
+  node->output = output;
+  if (anomaly_on()) node->module = current_module_id();
+  return node;
+}
+
+Tensor record_impl(const char* name, std::shared_ptr<Storage> value, const Tensor* inputs, size_t n,
                    BackwardFn fn) {
   auto impl = new_impl();
-  impl->value = std::move(value);
+  impl->storage = std::move(value);
   if (any_requires_grad(inputs, n)) {
-    auto node = std::make_shared<Node>();
-    node->name = name;
-    node->seq = next_seq.fetch_add(1, std::memory_order_relaxed);
-    node->inputs.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-      const Tensor& t = inputs[i];
-      const bool wants = t.defined() && t.impl()->requires_grad;
-      node->inputs.push_back(wants ? t.impl() : nullptr);
-    }
-    node->backward = std::move(fn);
-    node->output = impl;
-    if (anomaly_on()) node->module = current_module_id();
-    impl->grad_fn = std::move(node);
+    impl->grad_fn = make_node(name, inputs, n, shape_of(impl->storage->data), std::move(fn), impl);
     impl->requires_grad = true;
   }
-  if (anomaly_on()) check_forward(name, *impl->value, inputs, n);
+  if (anomaly_on()) check_forward(name, impl->storage->data, inputs, n);
   return Tensor(std::move(impl));
 }
 }  // namespace
@@ -117,50 +169,79 @@ bool any_requires_grad(const std::vector<Tensor>& inputs) {
   return any_requires_grad(inputs.data(), inputs.size());
 }
 
-Tensor record(const char* name, std::shared_ptr<Array> value, const std::vector<Tensor>& inputs,
+Tensor record(const char* name, std::shared_ptr<Storage> value, const std::vector<Tensor>& inputs,
               BackwardFn fn) {
   return record_impl(name, std::move(value), inputs.data(), inputs.size(), std::move(fn));
 }
 
 Tensor record(const char* name, Array value, const std::vector<Tensor>& inputs, BackwardFn fn) {
-  return record_impl(name, std::make_shared<Array>(std::move(value)), inputs.data(), inputs.size(),
+  return record_impl(name, make_storage(std::move(value)), inputs.data(), inputs.size(),
                      std::move(fn));
 }
 
-Tensor record(const char* name, std::shared_ptr<Array> value, std::initializer_list<Tensor> inputs,
+Tensor record(const char* name, std::shared_ptr<Storage> value, std::initializer_list<Tensor> inputs,
               BackwardFn fn) {
   return record_impl(name, std::move(value), inputs.begin(), inputs.size(), std::move(fn));
 }
 
 Tensor record(const char* name, Array value, std::initializer_list<Tensor> inputs, BackwardFn fn) {
-  return record_impl(name, std::make_shared<Array>(std::move(value)), inputs.begin(),
-                     inputs.size(), std::move(fn));
+  return record_impl(name, make_storage(std::move(value)), inputs.begin(), inputs.size(),
+                     std::move(fn));
 }
 
-void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
-  if (!root.defined()) throw AutogradError("backward: the tensor is undefined");
+void check_inplace(const Tensor& self, const char* op) {
+  if (!self.defined()) throw ValueError(std::string(op) + ": the tensor is undefined");
+  const TensorImpl& s = *self.impl();
+  if (grad_enabled && s.requires_grad && !s.grad_fn)
+    throw AutogradError(std::string(op) + ": a leaf tensor that requires grad (shape " +
+                        to_string(shape_of(s.storage->data)) +
+                        ") is being used in an in-place operation; write it under "
+                        "tg::NoGradGuard (PyTorch's torch.no_grad())");
+}
+
+void record_inplace(const char* name, const Tensor& self, const std::vector<Tensor>& inputs,
+                    BackwardFn fn) {
+  if (anomaly_on()) check_forward(name, val(self), inputs.data(), inputs.size());
+  if (!any_requires_grad(inputs.data(), inputs.size())) return;
+  TensorImpl& s = *self.impl();
+  // The edges point at self's old history (inputs[0] is self, before the rebase).
+  auto node = make_node(name, inputs.data(), inputs.size(), shape_of(s.storage->data),
+                        std::move(fn), self.impl());
+  if (s.grad_fn) s.grad_fn->output.reset();  // retain_grad now means the new value's gradient
+  s.grad_fn = std::move(node);
+  s.requires_grad = true;
+}
+
+namespace {
+// A custom op's backward may call backward() itself (reentrant backward), to any depth. Each
+// level costs a few kB of stack; past kMaxDepth levels on one thread the replay continues on a
+// fresh thread (and stack), as PyTorch's engine does, and this thread waits for it.
+constexpr int kMaxDepth = 256;
+thread_local int backward_depth = 0;
+
+void replay(const Tensor& root, const Tensor& grad, bool retain_graph) {
   TensorImpl& r = *root.impl();
+  const Array& value = r.storage->data;
   if (!r.requires_grad)
-    throw AutogradError(
-        "backward: the tensor does not require grad and has no grad_fn (shape " +
-        to_string(shape_of(*r.value)) + ")");
+    throw AutogradError("backward: the tensor does not require grad and has no grad_fn (shape " +
+                        to_string(shape_of(value)) + ")");
   Array seed;
   if (grad.defined()) {
-    if (shape_of(val(grad)) != shape_of(*r.value))
+    if (shape_of(val(grad)) != shape_of(value))
       throw ShapeError("backward: gradient shape " + to_string(shape_of(val(grad))) +
-                       " does not match the tensor's shape " + to_string(shape_of(*r.value)));
+                       " does not match the tensor's shape " + to_string(shape_of(value)));
     seed = val(grad);
   } else {
-    if (r.value->size() != 1)
+    if (value.size() != 1)
       throw AutogradError(
           "backward: grad can be implicitly created only for scalar outputs, but the tensor "
           "has shape " +
-          to_string(shape_of(*r.value)) + "; pass an upstream gradient of that shape");
-    seed = xt::ones<float>(r.value->shape());
+          to_string(shape_of(value)) + "; pass an upstream gradient of that shape");
+    seed = xt::ones<float>(value.shape());
   }
   if (anomaly_on()) check_seed(r.grad_fn.get(), seed);
   if (!r.grad_fn) {  // a leaf: its gradient is the seed
-    accumulate(r.grad, std::move(seed));
+    accumulate_leaf(r, std::move(seed));
     return;
   }
 
@@ -168,19 +249,19 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   // Each node is marked with this replay's number instead of being kept in a hash set.
   // (A 32-bit mark: a stale one would need 2^32 replays while the graph stays alive. 0 is
   // what a new node holds, so it is never a replay's mark.)
-  uint32_t replay = 0;
-  while (replay == 0) replay = next_replay.fetch_add(1, std::memory_order_relaxed);
+  uint32_t mark = 0;
+  while (mark == 0) mark = next_replay.fetch_add(1, std::memory_order_relaxed);
   std::vector<std::pair<uint64_t, Node*>> order;  // (seq, node): sorting reads no node
   std::vector<Node*> stack{r.grad_fn.get()};
-  stack.back()->visited = replay;
+  stack.back()->visited = mark;
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
     order.emplace_back(n->seq, n);
-    for (const auto& in : n->inputs) {
-      if (in && in->grad_fn && in->grad_fn->visited != replay) {
-        in->grad_fn->visited = replay;
-        stack.push_back(in->grad_fn.get());
+    for (const Edge& e : n->next) {
+      if (e.fn && e.fn->visited != mark) {
+        e.fn->visited = mark;
+        stack.push_back(e.fn.get());
       }
     }
   }
@@ -212,18 +293,33 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
     }
   }
 }
+}  // namespace
+
+void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
+  if (!root.defined()) throw AutogradError("backward: the tensor is undefined");
+  if (backward_depth >= kMaxDepth) {
+    std::exception_ptr error;
+    const bool mode = grad_enabled;
+    std::thread fresh([&] {
+      grad_enabled = mode;
+      try {
+        run_backward(root, grad, retain_graph);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    });
+    fresh.join();
+    if (error) std::rethrow_exception(error);
+    return;
+  }
+  ++backward_depth;
+  struct Leave {
+    ~Leave() { --backward_depth; }
+  } leave;
+  replay(root, grad, retain_graph);
+}
 
 // ---- reducing broadcast gradients -------------------------------------------------------
-
-namespace {
-bool same_shape(const Array& g, const Shape& target) {
-  const auto& gs = g.shape();
-  if (gs.size() != target.size()) return false;
-  for (size_t i = 0; i < gs.size(); ++i)
-    if (static_cast<int64_t>(gs[i]) != target[i]) return false;
-  return true;
-}
-}  // namespace
 
 Array sum_to(const Array& g, const Shape& target) {
   if (same_shape(g, target)) return g;

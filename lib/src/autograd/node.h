@@ -1,6 +1,11 @@
 #pragma once
 // Library-internal, the autograd layer: the tape's node, what a backward closure sees, and
 // record(), through which every op puts itself on the tape. Not installed.
+//
+// A node keeps edges to the nodes that produced its inputs (or to the leaves whose gradients
+// it feeds), never the inputs' values: what its backward reads, its closure saves, through
+// Saved, which remembers the version of what it saved. Backward frees every closure unless
+// the graph is retained, and with it every saved value.
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -13,6 +18,24 @@
 
 namespace tg {
 namespace detail {
+
+/// A value an op's backward reads: the storage (kept alive) and its version when saved. Read
+/// it with BackwardContext::read, which refuses it if an in-place write changed it since.
+class Saved {
+ public:
+  Saved() = default;  // nothing (an optional input that was not given)
+  /// t's values as they are now.
+  explicit Saved(const Tensor& t) : Saved(t.impl()->storage) {}
+  /// A storage as it is now (an op's own output, saved for its backward).
+  explicit Saved(std::shared_ptr<Storage> s)
+      : storage_(std::move(s)), version_(version_of(*storage_)) {}
+  bool defined() const { return storage_ != nullptr; }
+
+ private:
+  friend class BackwardContext;
+  std::shared_ptr<Storage> storage_;
+  uint32_t version_ = 0;
+};
 
 /// What a backward closure sees: the gradient of the op's output, and where to send the
 /// gradients of its inputs.
@@ -27,9 +50,13 @@ class BackwardContext {
   Array take_grad() { return std::move(grad_); }
   /// Does input i want a gradient? Skip the work if not.
   bool needs(size_t i) const;
-  /// dL/d(input i). It may have the broadcast shape; the engine sums it down to the input's
-  /// shape and accumulates it.
+  /// dL/d(input i). It may have the broadcast shape of the input; the engine sums it down to
+  /// the input's shape and accumulates it. Any other shape is tg::AutogradError naming the op.
   void give(size_t i, Array g);
+  /// A saved value, checked: tg::AutogradError naming the op, the shape and both versions if
+  /// an in-place write changed it after it was saved (PyTorch's "modified by an inplace
+  /// operation").
+  const Array& read(const Saved& s) const;
 
  private:
   Array& grad_;
@@ -39,15 +66,23 @@ class BackwardContext {
 
 using BackwardFn = std::function<void(BackwardContext&)>;
 
-/// One entry of the tape: an op's name, its inputs and its backward closure.
-/// Kept within 104 bytes (120 with make_shared's count block) so that glibc serves it from
-/// its fast bins: the tape allocates and frees one per op.
+/// Where the gradient of one input goes: to the node that produced it, or into the leaf's
+/// .grad(); neither where the input needs no gradient.
+struct Edge {
+  std::shared_ptr<Node> fn;          // the input came out of this op
+  std::shared_ptr<TensorImpl> leaf;  // or it is this leaf (kept, as PyTorch's AccumulateGrad)
+  bool defined() const { return fn || leaf; }
+};
+
+/// One entry of the tape: an op's name, edges to its inputs' producers and its backward
+/// closure (with what it saved).
 struct Node {
   const char* name = "";
   uint64_t seq = 0;                                // execution order
-  std::vector<std::shared_ptr<TensorImpl>> inputs; // null where no gradient is needed
+  std::vector<Edge> next;                          // one per input
+  Shape shape;                                     // the output's (its gradient's) shape
   std::weak_ptr<TensorImpl> output;                // for retain_grad
-  BackwardFn backward;                             // freed after backward
+  BackwardFn backward;                             // freed after backward, with what it saved
   uint32_t visited = 0;                            // the replay that last collected it
   uint32_t slot = 0;                               // its place in that replay's order
   bool released = false;
@@ -56,18 +91,28 @@ struct Node {
   Node() = default;
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
-  ~Node();  // tears long chains down without recursion
+  ~Node();  // tears any graph down without recursion, whatever its closures hold
 };
 
 /// Wraps a fresh value as a tensor, recording `fn` on the tape when grad mode is on and
 /// some input requires a gradient.
 Tensor record(const char* name, Array value, const std::vector<Tensor>& inputs, BackwardFn fn);
-Tensor record(const char* name, std::shared_ptr<Array> value, const std::vector<Tensor>& inputs,
+/// The same with the output's storage made by the op (which saved it for its backward).
+Tensor record(const char* name, std::shared_ptr<Storage> value, const std::vector<Tensor>& inputs,
               BackwardFn fn);
 /// The same for a braced list `{a, b}`, which then needs no vector.
 Tensor record(const char* name, Array value, std::initializer_list<Tensor> inputs, BackwardFn fn);
-Tensor record(const char* name, std::shared_ptr<Array> value, std::initializer_list<Tensor> inputs,
+Tensor record(const char* name, std::shared_ptr<Storage> value, std::initializer_list<Tensor> inputs,
               BackwardFn fn);
+/// An in-place op on `self`: its values have been written (and its version bumped) by the
+/// caller; when grad mode is on and `self` or another input requires a gradient, `fn` becomes
+/// self's history (PyTorch's rebase): inputs[0] stands for self as it was before the write.
+/// Refuses (tg::AutogradError) an in-place write on a leaf that requires grad, outside
+/// no-grad; check_inplace() says so before the caller writes.
+void record_inplace(const char* name, const Tensor& self, const std::vector<Tensor>& inputs,
+                    BackwardFn fn);
+/// Throws tg::AutogradError if `self` is a leaf that requires grad and grad mode is on.
+void check_inplace(const Tensor& self, const char* op);
 /// True if recording `inputs` would create a node (lets ops skip saving work).
 bool any_requires_grad(const std::vector<Tensor>& inputs);
 

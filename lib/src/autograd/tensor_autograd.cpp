@@ -11,7 +11,7 @@ Tensor Tensor::grad() const {
   const auto& g = checked(impl_, "grad").grad;
   if (!g) return Tensor();
   auto impl = new_impl();
-  impl->value = g;  // shares the buffer: writes through .grad().data() are seen
+  impl->storage = g;  // shares the buffer: writes through .grad().data() are seen
   return Tensor(std::move(impl));
 }
 
@@ -24,11 +24,13 @@ void Tensor::set_grad(const Tensor& g) const {
   if (g.shape() != shape())
     throw ShapeError("set_grad: gradient shape " + tg::to_string(g.shape()) +
                      " does not match the tensor's shape " + tg::to_string(shape()));
-  impl_->grad = g.impl()->value;
+  impl_->grad = g.impl()->storage;
 }
 
 void Tensor::zero_grad() const {
-  if (checked(impl_, "zero_grad").grad) impl_->grad->fill(0.0f);
+  if (!checked(impl_, "zero_grad").grad) return;
+  impl_->grad->data.fill(0.0f);
+  bump_version(*impl_->grad);
 }
 
 const Tensor& Tensor::requires_grad_(bool on) const {
@@ -53,6 +55,8 @@ std::string Tensor::op_name() const {
 void Tensor::backward(const Tensor& grad, bool retain_graph) const {
   run_backward(*this, grad, retain_graph);
 }
+
+uint32_t Tensor::version() const { return version_of(*checked(impl_, "version").storage); }
 
 bool Tensor::requires_grad() const { return checked(impl_, "requires_grad").requires_grad; }
 

@@ -16,7 +16,7 @@ using namespace detail;
 
 Tensor detail::make_leaf(Array value, bool requires_grad) {
   auto impl = new_impl();
-  impl->value = std::make_shared<Array>(std::move(value));
+  impl->storage = make_storage(std::move(value));
   impl->requires_grad = requires_grad;
   return Tensor(std::move(impl));
 }
@@ -66,24 +66,24 @@ void DataView::assign(const std::vector<float>& values) const {
 
 // ---- Tensor ------------------------------------------------------------------------------
 
-Shape Tensor::shape() const { return shape_of(*checked(impl_, "shape").value); }
-int64_t Tensor::dim() const { return static_cast<int64_t>(checked(impl_, "dim").value->dimension()); }
+Shape Tensor::shape() const { return shape_of(checked(impl_, "shape").storage->data); }
+int64_t Tensor::dim() const { return static_cast<int64_t>(checked(impl_, "dim").storage->data.dimension()); }
 int64_t Tensor::size(int64_t d) const {
   const Shape s = shape();
   return s[norm_axis(d, s.size(), "size")];
 }
-int64_t Tensor::numel() const { return static_cast<int64_t>(checked(impl_, "numel").value->size()); }
+int64_t Tensor::numel() const { return static_cast<int64_t>(checked(impl_, "numel").storage->data.size()); }
 
 DataView Tensor::data() const { return DataView(data_ptr(), shape()); }
-float* Tensor::data_ptr() const { return checked(impl_, "data").value->data(); }
+float* Tensor::data_ptr() const { return checked(impl_, "data").storage->data.data(); }
 
 std::vector<float> Tensor::to_vector() const {
-  const Array& a = *checked(impl_, "to_vector").value;
+  const Array& a = checked(impl_, "to_vector").storage->data;
   return std::vector<float>(a.begin(), a.end());
 }
 
 float Tensor::item() const {
-  const Array& a = *checked(impl_, "item").value;
+  const Array& a = checked(impl_, "item").storage->data;
   if (a.size() != 1)
     throw ShapeError("item: a tensor with one element was expected, got shape " +
                      tg::to_string(shape_of(a)));
@@ -101,18 +101,11 @@ float Tensor::item() const {
 
 Tensor Tensor::detach() const {
   auto impl = new_impl();
-  impl->value = checked(impl_, "detach").value;
+  impl->storage = checked(impl_, "detach").storage;  // shares the values and their version
   return Tensor(std::move(impl));
 }
 
-Tensor Tensor::clone() const { return make_leaf(Array(*checked(impl_, "clone").value)); }
-
-void Tensor::copy_(const Tensor& src) const {
-  if (src.shape() != shape())
-    throw ShapeError("copy_: source shape " + tg::to_string(src.shape()) +
-                     " does not match destination shape " + tg::to_string(shape()));
-  std::copy(src.impl()->value->begin(), src.impl()->value->end(), impl_->value->begin());
-}
+Tensor Tensor::clone() const { return make_leaf(Array(checked(impl_, "clone").storage->data)); }
 
 std::string Tensor::to_string() const {
   if (!impl_) return "Tensor(undefined)";
@@ -120,7 +113,7 @@ std::string Tensor::to_string() const {
   os << "Tensor(shape=" << tg::to_string(shape());
   if (!is_leaf()) os << ", op=" << op_name();
   else if (impl_->requires_grad) os << ", requires_grad";
-  os << ")\n" << *impl_->value;
+  os << ")\n" << impl_->storage->data;
   return os.str();
 }
 
@@ -138,7 +131,7 @@ Indices::Indices(std::initializer_list<int64_t> v)
 
 // ---- bridge and factories ---------------------------------------------------------------------
 
-Array& array(const Tensor& t) { return *checked(t.impl(), "array").value; }
+Array& array(const Tensor& t) { return checked(t.impl(), "array").storage->data; }
 Tensor from_array(Array values, bool requires_grad) {
   return make_leaf(std::move(values), requires_grad);
 }
@@ -211,15 +204,13 @@ Tensor arange(int64_t n) { return arange(0.0f, static_cast<float>(n), 1.0f); }
 
 Tensor rand(const Shape& shape, bool requires_grad) {
   Array a = filled(shape, 0.0f, "rand");
-  auto& gen = default_generator();
-  for (auto& x : a) x = gen.uniform();
+  default_generator().fill_uniform(a.data(), static_cast<int64_t>(a.size()));
   return make_leaf(std::move(a), requires_grad);
 }
 
 Tensor randn(const Shape& shape, bool requires_grad) {
   Array a = filled(shape, 0.0f, "randn");
-  auto& gen = default_generator();
-  for (auto& x : a) x = gen.normal();
+  default_generator().fill_normal(a.data(), static_cast<int64_t>(a.size()));
   return make_leaf(std::move(a), requires_grad);
 }
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 
+#include "core/storage.h"
 #include "io/checkpoint_internal.h"
 
 namespace tg {
@@ -142,8 +143,10 @@ LoadPlan plan_load(const nn::Module& module, const NamedTensors& entries,
 
 void apply_load(const LoadPlan& plan) noexcept {
   for (const auto& [dst, src] : plan.copies)
-    if (src.numel() > 0)  // an empty tensor's data pointer may be null
+    if (src.numel() > 0) {  // an empty tensor's data pointer may be null
       std::memcpy(dst.data_ptr(), src.data_ptr(), sizeof(float) * static_cast<size_t>(src.numel()));
+      detail::bump_version(dst);  // a loaded parameter is a new value for any graph that saved it
+    }
 }
 
 }  // namespace detail

@@ -2,6 +2,8 @@
 #include <cmath>
 
 #include "tapegrad/nn/init.h"
+
+#include "core/storage.h"
 #include "tapegrad/random.h"
 
 namespace tg {
@@ -40,21 +42,22 @@ Tensor uniform_(const Tensor& t, float a, float b) {
   if (!(a <= b)) throw ValueError("uniform_: expected a <= b, got " + std::to_string(a) + " > " + std::to_string(b));
   if (std::isinf(a) || std::isinf(b))
     throw ValueError("uniform_: the bounds must be finite, got [" + std::to_string(a) + ", " + std::to_string(b) + ")");
-  auto& gen = default_generator();
-  for (float& v : t.data()) v = gen.uniform(a, b);
+  default_generator().fill_uniform(t.data_ptr(), t.numel(), a, b);
+  detail::bump_version(t);
   return t;
 }
 
 Tensor normal_(const Tensor& t, float mean, float std) {
   if (!(std >= 0) || std::isinf(std)) throw ValueError("normal_: std must be finite and >= 0, got " + std::to_string(std));
   if (!std::isfinite(mean)) throw ValueError("normal_: mean must be finite, got " + std::to_string(mean));
-  auto& gen = default_generator();
-  for (float& v : t.data()) v = mean + std * gen.normal();
+  default_generator().fill_normal(t.data_ptr(), t.numel(), mean, std);
+  detail::bump_version(t);
   return t;
 }
 
 Tensor constant_(const Tensor& t, float value) {
   t.data().fill(value);
+  detail::bump_version(t);
   return t;
 }
 Tensor zeros_(const Tensor& t) { return constant_(t, 0.0f); }

@@ -123,8 +123,8 @@ Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, cons
   if (training && dropout_p > 0.0f) {
     keep = std::make_shared<Array>(Array::from_shape(P->shape()));
     const float kept = dropout_p == 1.0f ? 0.0f : 1.0f / (1.0f - dropout_p);
-    auto& gen = default_generator();
-    for (auto& x : *keep) x = gen.uniform() >= dropout_p ? kept : 0.0f;
+    default_generator().fill_uniform(keep->data(), static_cast<int64_t>(keep->size()));  // one lock
+    for (auto& x : *keep) x = x >= dropout_p ? kept : 0.0f;
     dropped = *P * *keep;
     pd = dropped.data();
   }
@@ -134,7 +134,7 @@ Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, cons
                out.data(), s.out);
   if (weights) *weights = make_leaf(keep ? std::move(dropped) : Array(*P));
 
-  auto sq = saved(q), sk = saved(k), sv = saved(v);
+  const Saved sq(q), sk(k), sv(v);
   const Tensor mask_input = mask.defined() && !boolean ? mask.values : Tensor();
   return record(s.op, std::move(out), {q, k, v, mask_input},
                 [s, sq, sk, sv, P, keep, lp, full, scale](BackwardContext& ctx) {
@@ -147,7 +147,7 @@ Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, cons
                       pd_buf = *P * *keep;
                       pd = pd_buf.data();
                     }
-                    Array dv = Array::from_shape(sv->shape());
+                    Array dv = Array::from_shape(ctx.read(sv).shape());
                     batched_gemm(s.B, s.H, true, false, Tk, s.Dv, Tq, 1.0f, pd, lp, g, s.out,
                                  dv.data(), s.v);
                     ctx.give(2, std::move(dv));
@@ -155,7 +155,7 @@ Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, cons
                   if (!(ctx.needs(0) || ctx.needs(1) || ctx.needs(3))) return;
                   Array ds = Array::from_shape(to_xshape(full));
                   float* d = ds.data();
-                  batched_gemm(s.B, s.H, false, true, Tq, Tk, s.Dv, 1.0f, g, s.out, sv->data(),
+                  batched_gemm(s.B, s.H, false, true, Tq, Tk, s.Dv, 1.0f, g, s.out, ctx.read(sv).data(),
                                s.v, d, lp);
                   const float* p = P->data();
                   const float* kp = keep ? keep->data() : nullptr;
@@ -169,14 +169,14 @@ Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, cons
                     for (int64_t j = 0; j < Tk; ++j) dr[j] = pr[j] * (dr[j] - dot);
                   }
                   if (ctx.needs(0)) {
-                    Array dq = Array::from_shape(sq->shape());
-                    batched_gemm(s.B, s.H, false, false, Tq, s.D, Tk, scale, d, lp, sk->data(),
+                    Array dq = Array::from_shape(ctx.read(sq).shape());
+                    batched_gemm(s.B, s.H, false, false, Tq, s.D, Tk, scale, d, lp, ctx.read(sk).data(),
                                  s.k, dq.data(), s.q);
                     ctx.give(0, std::move(dq));
                   }
                   if (ctx.needs(1)) {
-                    Array dk = Array::from_shape(sk->shape());
-                    batched_gemm(s.B, s.H, true, false, Tk, s.D, Tq, scale, d, lp, sq->data(),
+                    Array dk = Array::from_shape(ctx.read(sk).shape());
+                    batched_gemm(s.B, s.H, true, false, Tk, s.D, Tq, scale, d, lp, ctx.read(sq).data(),
                                  s.q, dk.data(), s.k);
                     ctx.give(1, std::move(dk));
                   }

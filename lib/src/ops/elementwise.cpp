@@ -51,21 +51,26 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 // y = a * b            da = g * b, db = g * a
 Tensor mul(const Tensor& a, const Tensor& b) {
   check_broadcast(a, b, "mul");
-  auto sa = saved(a), sb = saved(b);
-  return record("mul", Array(*sa * *sb), {a, b}, [sa, sb](BackwardContext& ctx) {
-    if (ctx.needs(0) && ctx.needs(1)) ctx.give(0, Array(ctx.grad * *sb));
-    else if (ctx.needs(0)) ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= *sb; }));
-    if (ctx.needs(1)) ctx.give(1, in_place(ctx, [&](Array& g) { xt::noalias(g) *= *sa; }));
+  const bool rec = any_requires_grad({a, b});  // each saves what the other's gradient reads
+  const Saved sa = rec && b.requires_grad() ? Saved(a) : Saved();
+  const Saved sb = rec && a.requires_grad() ? Saved(b) : Saved();
+  return record("mul", Array(val(a) * val(b)), {a, b}, [sa, sb](BackwardContext& ctx) {
+    if (ctx.needs(0) && ctx.needs(1)) ctx.give(0, Array(ctx.grad * ctx.read(sb)));
+    else if (ctx.needs(0)) ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= ctx.read(sb); }));
+    if (ctx.needs(1)) ctx.give(1, in_place(ctx, [&](Array& g) { xt::noalias(g) *= ctx.read(sa); }));
   });
 }
 
 // y = a / b            da = g / b, db = -g * a / b²
 Tensor div(const Tensor& a, const Tensor& b) {
   check_broadcast(a, b, "div");
-  auto sa = saved(a), sb = saved(b);
-  return record("div", Array(*sa / *sb), {a, b}, [sa, sb](BackwardContext& ctx) {
-    if (ctx.needs(0)) ctx.give(0, Array(ctx.grad / *sb));
-    if (ctx.needs(1)) ctx.give(1, Array(-ctx.grad * *sa / (*sb * *sb)));
+  const bool rec = any_requires_grad({a, b});
+  const Saved sa = rec && b.requires_grad() ? Saved(a) : Saved();
+  const Saved sb = rec ? Saved(b) : Saved();
+  return record("div", Array(val(a) / val(b)), {a, b}, [sa, sb](BackwardContext& ctx) {
+    const Array& vb = ctx.read(sb);
+    if (ctx.needs(0)) ctx.give(0, Array(ctx.grad / vb));
+    if (ctx.needs(1)) ctx.give(1, Array(-ctx.grad * ctx.read(sa) / (vb * vb)));
   });
 }
 
@@ -87,9 +92,10 @@ Tensor mul(const Tensor& a, float s) {
 // y = s / a            da = -g * s / a²
 Tensor rdiv(float s, const Tensor& a) {
   require_defined(a, "rdiv_scalar", "the input");
-  auto sa = saved(a);
-  return record("rdiv_scalar", Array(s / *sa), {a}, [s, sa](BackwardContext& ctx) {
-    ctx.give(0, Array(-ctx.grad * s / (*sa * *sa)));
+  const Saved sa(a);
+  return record("rdiv_scalar", Array(s / val(a)), {a}, [s, sa](BackwardContext& ctx) {
+    const Array& x = ctx.read(sa);
+    ctx.give(0, Array(-ctx.grad * s / (x * x)));
   });
 }
 
@@ -104,60 +110,64 @@ Tensor neg(const Tensor& a) {
 // y = a^p              da = g * p * a^(p-1)
 Tensor pow(const Tensor& a, float p) {
   require_defined(a, "pow", "the input");
-  auto sa = saved(a);
-  return record("pow", Array(xt::pow(*sa, p)), {a}, [sa, p](BackwardContext& ctx) {
-    ctx.give(0, Array(ctx.grad * p * xt::pow(*sa, p - 1.0f)));
+  const Saved sa(a);
+  return record("pow", Array(xt::pow(val(a), p)), {a}, [sa, p](BackwardContext& ctx) {
+    ctx.give(0, Array(ctx.grad * p * xt::pow(ctx.read(sa), p - 1.0f)));
   });
 }
 
 // y = exp(a)           da = g * y
 Tensor exp(const Tensor& a) {
   require_defined(a, "exp", "the input");
-  auto y = std::make_shared<Array>(xt::exp(val(a)));
-  return record("exp", y, {a}, [y](BackwardContext& ctx) {
-    ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= *y; }));
+  auto y = make_storage(xt::exp(val(a)));
+  return record("exp", y, {a}, [sy = Saved(y)](BackwardContext& ctx) {
+    ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= ctx.read(sy); }));
   });
 }
 
 // y = log(a)           da = g / a
 Tensor log(const Tensor& a) {
   require_defined(a, "log", "the input");
-  auto sa = saved(a);
-  return record("log", Array(xt::log(*sa)), {a},
-                [sa](BackwardContext& ctx) { ctx.give(0, Array(ctx.grad / *sa)); });
+  const Saved sa(a);
+  return record("log", Array(xt::log(val(a))), {a},
+                [sa](BackwardContext& ctx) { ctx.give(0, Array(ctx.grad / ctx.read(sa))); });
 }
 
 // y = sqrt(a)          da = g / (2y)
 Tensor sqrt(const Tensor& a) {
   require_defined(a, "sqrt", "the input");
-  auto y = std::make_shared<Array>(xt::sqrt(val(a)));
-  return record("sqrt", y, {a},
-                [y](BackwardContext& ctx) { ctx.give(0, Array(ctx.grad * 0.5f / *y)); });
+  auto y = make_storage(xt::sqrt(val(a)));
+  return record("sqrt", y, {a}, [sy = Saved(y)](BackwardContext& ctx) {
+    ctx.give(0, Array(ctx.grad * 0.5f / ctx.read(sy)));
+  });
 }
 
 // y = |a|              da = g * sign(a)   (0 at a = 0, as in PyTorch)
 Tensor abs(const Tensor& a) {
   require_defined(a, "abs", "the input");
-  auto sa = saved(a);
-  return record("abs", Array(xt::abs(*sa)), {a},
-                [sa](BackwardContext& ctx) { ctx.give(0, Array(ctx.grad * xt::sign(*sa))); });
+  const Saved sa(a);
+  return record("abs", Array(xt::abs(val(a))), {a}, [sa](BackwardContext& ctx) {
+    ctx.give(0, Array(ctx.grad * xt::sign(ctx.read(sa))));
+  });
 }
 
 // y = tanh(a)          da = g * (1 - y²)
 Tensor tanh(const Tensor& a) {
   require_defined(a, "tanh", "the input");
-  auto y = std::make_shared<Array>(xt::tanh(val(a)));
-  return record("tanh", y, {a}, [y](BackwardContext& ctx) {
-    ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= 1.0f - *y * *y; }));
+  auto y = make_storage(xt::tanh(val(a)));
+  return record("tanh", y, {a}, [sy = Saved(y)](BackwardContext& ctx) {
+    const Array& v = ctx.read(sy);
+    ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= 1.0f - v * v; }));
   });
 }
 
 // y = 1 / (1 + e^-a)   da = g * y * (1 - y)
 Tensor sigmoid(const Tensor& a) {
   require_defined(a, "sigmoid", "the input");
-  auto y = std::make_shared<Array>(1.0f / (1.0f + xt::exp(-val(a))));
-  return record("sigmoid", y, {a}, [y](BackwardContext& ctx) {
-    ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= *y * (1.0f - *y); }));
+  auto y = make_storage(1.0f / (1.0f + xt::exp(-val(a))));
+  return record("sigmoid", y, {a}, [sy = Saved(y)](BackwardContext& ctx) {
+    const Array& v = ctx.read(sy);
+    ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= v * (1.0f - v); }));
   });
 }
 
@@ -165,9 +175,9 @@ Tensor sigmoid(const Tensor& a) {
 Tensor relu(const Tensor& a) {
   require_defined(a, "relu", "the input");
   // where(x < 0, 0, x), not max(x, 0): NaN stays NaN, as in PyTorch (max would give 0).
-  auto y = std::make_shared<Array>(xt::where(val(a) < 0.0f, 0.0f, val(a)));
-  return record("relu", y, {a}, [y](BackwardContext& ctx) {
-    ctx.give(0, Array(xt::where(*y > 0.0f, ctx.grad, 0.0f)));
+  auto y = make_storage(xt::where(val(a) < 0.0f, 0.0f, val(a)));
+  return record("relu", y, {a}, [sy = Saved(y)](BackwardContext& ctx) {
+    ctx.give(0, Array(xt::where(ctx.read(sy) > 0.0f, ctx.grad, 0.0f)));
   });
 }
 
@@ -181,13 +191,12 @@ constexpr float kInvSqrt2Pi = 0.3989422804014327f;
 //         dx = g (½(1 + t) + ½x(1 - t²) √(2/π)(1 + 3·0.044715x²)),  t = tanh(u)
 Tensor gelu(const Tensor& a, bool approximate) {
   require_defined(a, "gelu", "the input");
-  auto sx = saved(a);
-  const Array& x = *sx;
+  const Array& x = val(a);
   if (approximate) {
     auto t = std::make_shared<Array>(xt::tanh(kSqrt2OverPi * (x + kC * x * x * x)));
     Array y = 0.5f * x * (1.0f + *t);
-    return record("gelu_tanh", std::move(y), {a}, [sx, t](BackwardContext& ctx) {
-      const Array& x = *sx;
+    return record("gelu_tanh", std::move(y), {a}, [sx = Saved(a), t](BackwardContext& ctx) {
+      const Array& x = ctx.read(sx);
       ctx.give(0, Array(ctx.grad * (0.5f * (1.0f + *t) + 0.5f * x * (1.0f - *t * *t) *
                                                               kSqrt2OverPi *
                                                               (1.0f + 3.0f * kC * x * x))));

@@ -21,8 +21,8 @@ Tensor dropout(const Tensor& a, float p, bool training) {
   if (!training || p == 0.0f) return a;
   auto mask = std::make_shared<Array>(Array::from_shape(val(a).shape()));
   const float scale = p == 1.0f ? 0.0f : 1.0f / (1.0f - p);
-  auto& gen = default_generator();
-  for (auto& m : *mask) m = gen.uniform() >= p ? scale : 0.0f;
+  default_generator().fill_uniform(mask->data(), static_cast<int64_t>(mask->size()));  // one lock
+  for (auto& m : *mask) m = m >= p ? scale : 0.0f;
   return record("dropout", Array(val(a) * *mask), {a},
                 [mask](BackwardContext& ctx) { ctx.give(0, Array(ctx.grad * *mask)); });
 }
@@ -73,13 +73,13 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
       yr[i] = hr[i] * (w ? w[i] : 1.0f) + (b ? b[i] : 0.0f);
     }
   }
-  auto sw = weight.defined() ? saved(weight) : nullptr;
+  const Saved sw = weight.defined() ? Saved(weight) : Saved();
   return record("layer_norm", std::move(y), {x, weight, bias},
                 [xhat, rstd, sw, N, rows, normalized_shape](BackwardContext& ctx) {
                   const float* h = xhat->data();
                   std::vector<float> ones;  // without a weight: w = 1 (no branch in the loops)
-                  if (!sw) ones.assign(N, 1.0f);
-                  const float* w = sw ? sw->data() : ones.data();
+                  if (!sw.defined()) ones.assign(N, 1.0f);
+                  const float* w = sw.defined() ? ctx.read(sw).data() : ones.data();
                   if (ctx.needs(1) || ctx.needs(2)) {  // first: dx below overwrites g
                     const float* g = ctx.grad.data();
                     Array gw = xt::zeros<float>(to_xshape(normalized_shape));

@@ -54,7 +54,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     gemm::gemm(false, false, M, N, K, 1.0f, pa + a_off[i], K, pb + b_off[i], N, 0.0f,
                c.data() + i * M * N, N);
 
-  auto sa = saved(a), sb = saved(b);
+  const bool rec = any_requires_grad({a, b});  // each saves what the other's gradient reads
+  const Saved sa = rec && b.requires_grad() ? Saved(a) : Saved();
+  const Saved sb = rec && a.requires_grad() ? Saved(b) : Saved();
   return record("matmul", std::move(c), {a, b},
                 [sa, sb, as, bs, M, N, K, a_off, b_off, batch](BackwardContext& ctx) {
                   const float* g = ctx.grad.data();
@@ -62,13 +64,13 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                     Array ga = xt::zeros<float>(to_xshape(as));
                     for (int64_t i = 0; i < batch; ++i)
                       gemm::gemm(false, true, M, K, N, 1.0f, g + i * M * N, N,
-                                 sb->data() + b_off[i], N, 1.0f, ga.data() + a_off[i], K);
+                                 ctx.read(sb).data() + b_off[i], N, 1.0f, ga.data() + a_off[i], K);
                     ctx.give(0, std::move(ga));
                   }
                   if (ctx.needs(1)) {  // dB[b_off] += Aᵀ · G
                     Array gb = xt::zeros<float>(to_xshape(bs));
                     for (int64_t i = 0; i < batch; ++i)
-                      gemm::gemm(true, false, K, N, M, 1.0f, sa->data() + a_off[i], K,
+                      gemm::gemm(true, false, K, N, M, 1.0f, ctx.read(sa).data() + a_off[i], K,
                                  g + i * M * N, N, 1.0f, gb.data() + b_off[i], N);
                     ctx.give(1, std::move(gb));
                   }
@@ -101,19 +103,21 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   gemm::gemm(false, true, rows, out, in, 1.0f, val(x).data(), in, val(weight).data(), in, beta,
              y.data(), out);
 
-  auto sx = saved(x), sw = saved(weight);
+  const bool rec = any_requires_grad({x, weight, bias});
+  const Saved sx = rec && weight.requires_grad() ? Saved(x) : Saved();  // for dW
+  const Saved sw = rec && x.requires_grad() ? Saved(weight) : Saved();  // for dx
   return record("linear", std::move(y), {x, weight, bias},
                 [sx, sw, xs, ws, rows, in, out](BackwardContext& ctx) {
                   const float* g = ctx.grad.data();
                   if (ctx.needs(0)) {
                     Array gx = Array::from_shape(to_xshape(xs));
-                    gemm::gemm(false, false, rows, in, out, 1.0f, g, out, sw->data(), in, 0.0f,
+                    gemm::gemm(false, false, rows, in, out, 1.0f, g, out, ctx.read(sw).data(), in, 0.0f,
                                gx.data(), in);
                     ctx.give(0, std::move(gx));
                   }
                   if (ctx.needs(1)) {
                     Array gw = Array::from_shape(to_xshape(ws));
-                    gemm::gemm(true, false, out, in, rows, 1.0f, g, out, sx->data(), in, 0.0f,
+                    gemm::gemm(true, false, out, in, rows, 1.0f, g, out, ctx.read(sx).data(), in, 0.0f,
                                gw.data(), in);
                     ctx.give(1, std::move(gw));
                   }

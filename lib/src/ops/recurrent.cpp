@@ -88,24 +88,25 @@ Array shaped_like(const Array& like, const std::vector<float>& values) {
 //         da_t = (dh_t + da_{t+1} W_hh) * act'(a_t)   [tanh' = 1 - h², relu' = h > 0]
 Tensor elman_recurrence(bool relu, const Tensor& xp, const Tensor& h0, const Tensor& w_hh, const Tensor& b_hh) {
   const int64_t T = xp.size(0), B = xp.size(1), H = w_hh.size(1), BH = B * H;
-  auto hs = std::make_shared<Array>(Array::from_shape(val(xp).shape()));
+  auto hs = make_storage(Array::from_shape(val(xp).shape()));
   const float* w = val(w_hh).data();
   const float* bias = b_hh.defined() ? val(b_hh).data() : nullptr;
   const float* hprev = val(h0).data();
   for (int64_t t = 0; t < T; ++t) {
-    float* a = hs->data() + t * BH;
+    float* a = hs->data.data() + t * BH;
     std::copy(val(xp).data() + t * BH, val(xp).data() + (t + 1) * BH, a);
     add_rows(a, bias, B, H);
     gemm::gemm(false, true, B, H, H, 1.0f, hprev, H, w, H, 1.0f, a, H);
     relu ? relu_(a, BH) : tanh_(a, BH);
     hprev = a;
   }
-  auto sh0 = saved(h0), sw = saved(w_hh);
+  const Saved sh0(h0), sw(w_hh);
   return record(relu ? "rnn_relu" : "rnn_tanh", hs, {xp, h0, Tensor(), w_hh, b_hh},
-                [hs, sh0, sw, relu, T, B, H, BH](BackwardContext& ctx) {
+                [sy = Saved(hs), sh0, sw, relu, T, B, H, BH](BackwardContext& ctx) {
+    const Array& ys = ctx.read(sy);
     const float* dy = ctx.grad.data();
-    const float* y = hs->data();
-    Array da = Array::from_shape(hs->shape());  // dL/da, also dL/dxp
+    const float* y = ys.data();
+    Array da = Array::from_shape(ys.shape());  // dL/da, also dL/dxp
     std::vector<float> dh(BH, 0.0f);           // dL/dh_{t} through h_{t+1}
     for (int64_t t = T - 1; t >= 0; --t) {
       float* d = da.data() + t * BH;
@@ -115,10 +116,10 @@ Tensor elman_recurrence(bool relu, const Tensor& xp, const Tensor& h0, const Ten
         const float g = gt[i] + dh[i];
         d[i] = relu ? (yt[i] > 0.0f ? g : 0.0f) : g * (1.0f - yt[i] * yt[i]);
       }
-      gemm::gemm(false, false, B, H, H, 1.0f, d, H, sw->data(), H, 0.0f, dh.data(), H);
+      gemm::gemm(false, false, B, H, H, 1.0f, d, H, ctx.read(sw).data(), H, 0.0f, dh.data(), H);
     }
-    give_recurrent(ctx, da.data(), *sh0, y, T, B, H, H);
-    if (ctx.needs(kH0)) ctx.give(kH0, shaped_like(*sh0, dh));
+    give_recurrent(ctx, da.data(), ctx.read(sh0), y, T, B, H, H);
+    if (ctx.needs(kH0)) ctx.give(kH0, shaped_like(ctx.read(sh0), dh));
     ctx.give(kXp, std::move(da));
   });
 }
@@ -136,7 +137,7 @@ Tensor lstm_recurrence(const Tensor& xp, const Tensor& h0, const Tensor& c0, con
   auto acts = std::make_shared<Array>(Array::from_shape(val(xp).shape()));  // i, f, g, o
   auto cs = std::make_shared<Array>(Array::from_shape({sT, sB, sH}));       // c_t
   auto tcs = std::make_shared<Array>(Array::from_shape({sT, sB, sH}));      // tanh(c_t)
-  auto out = std::make_shared<Array>(Array::from_shape({sT + 1, sB, sH}));
+  auto out = make_storage(Array::from_shape({sT + 1, sB, sH}));
   const float* w = val(w_hh).data();
   const float* bias = b_hh.defined() ? val(b_hh).data() : nullptr;
   const float* hprev = val(h0).data();
@@ -148,7 +149,7 @@ Tensor lstm_recurrence(const Tensor& xp, const Tensor& h0, const Tensor& c0, con
     gemm::gemm(false, true, B, G, H, 1.0f, hprev, H, w, H, 1.0f, a, G);
     float* c = cs->data() + t * BH;
     float* tc = tcs->data() + t * BH;
-    float* h = out->data() + t * BH;
+    float* h = out->data.data() + t * BH;
     for (int64_t b = 0; b < B; ++b) {
       float* ab = a + b * G;
       sigmoid_(ab, 2 * sH);
@@ -164,10 +165,11 @@ Tensor lstm_recurrence(const Tensor& xp, const Tensor& h0, const Tensor& c0, con
     hprev = h;
     cprev = c;
   }
-  std::copy(cprev, cprev + BH, out->data() + T * BH);
-  auto sh0 = saved(h0), sc0 = saved(c0), sw = saved(w_hh);
+  std::copy(cprev, cprev + BH, out->data.data() + T * BH);
+  const Saved sh0(h0), sc0(c0), sw(w_hh);
   return record("lstm", out, {xp, h0, c0, w_hh, b_hh},
-                [out, acts, cs, tcs, sh0, sc0, sw, T, B, G, H, BH](BackwardContext& ctx) {
+                [sy = Saved(out), acts, cs, tcs, sh0, sc0, sw, T, B, G, H, BH](BackwardContext& ctx) {
+    const Array& ys = ctx.read(sy);
     const float* dy = ctx.grad.data();
     Array da = Array::from_shape(acts->shape());
     std::vector<float> dh(BH, 0.0f);
@@ -175,7 +177,7 @@ Tensor lstm_recurrence(const Tensor& xp, const Tensor& h0, const Tensor& c0, con
     for (int64_t t = T - 1; t >= 0; --t) {
       const float* a = acts->data() + t * B * G;
       const float* tc = tcs->data() + t * BH;
-      const float* cp = t > 0 ? cs->data() + (t - 1) * BH : sc0->data();
+      const float* cp = t > 0 ? cs->data() + (t - 1) * BH : ctx.read(sc0).data();
       float* d = da.data() + t * B * G;
       for (int64_t b = 0; b < B; ++b) {
         for (int64_t j = 0; j < H; ++j) {
@@ -192,11 +194,11 @@ Tensor lstm_recurrence(const Tensor& xp, const Tensor& h0, const Tensor& c0, con
           dc[k] = dct * f;
         }
       }
-      gemm::gemm(false, false, B, H, G, 1.0f, d, G, sw->data(), H, 0.0f, dh.data(), H);
+      gemm::gemm(false, false, B, H, G, 1.0f, d, G, ctx.read(sw).data(), H, 0.0f, dh.data(), H);
     }
-    give_recurrent(ctx, da.data(), *sh0, out->data(), T, B, G, H);
-    if (ctx.needs(kH0)) ctx.give(kH0, shaped_like(*sh0, dh));
-    if (ctx.needs(kC0)) ctx.give(kC0, shaped_like(*sc0, dc));
+    give_recurrent(ctx, da.data(), ctx.read(sh0), ys.data(), T, B, G, H);
+    if (ctx.needs(kH0)) ctx.give(kH0, shaped_like(ctx.read(sh0), dh));
+    if (ctx.needs(kC0)) ctx.give(kC0, shaped_like(ctx.read(sc0), dc));
     ctx.give(kXp, std::move(da));
   });
 }
@@ -212,7 +214,7 @@ Tensor gru_recurrence(const Tensor& xp, const Tensor& h0, const Tensor& w_hh, co
   const auto sT = static_cast<size_t>(T), sB = static_cast<size_t>(B), sH = static_cast<size_t>(H);
   auto acts = std::make_shared<Array>(Array::from_shape(val(xp).shape()));  // r, z, n
   auto ghn = std::make_shared<Array>(Array::from_shape({sT, sB, sH}));      // gh_n
-  auto hs = std::make_shared<Array>(Array::from_shape({sT, sB, sH}));
+  auto hs = make_storage(Array::from_shape({sT, sB, sH}));
   std::vector<float> gh(static_cast<size_t>(B * G));
   const float* w = val(w_hh).data();
   const float* bias = b_hh.defined() ? val(b_hh).data() : nullptr;
@@ -225,7 +227,7 @@ Tensor gru_recurrence(const Tensor& xp, const Tensor& h0, const Tensor& w_hh, co
     const float* x = val(xp).data() + t * B * G;
     float* a = acts->data() + t * B * G;
     float* gn = ghn->data() + t * BH;
-    float* h = hs->data() + t * BH;
+    float* h = hs->data.data() + t * BH;
     for (int64_t b = 0; b < B; ++b) {
       float* ab = a + b * G;
       const float* xb = x + b * G;
@@ -244,9 +246,10 @@ Tensor gru_recurrence(const Tensor& xp, const Tensor& h0, const Tensor& w_hh, co
     }
     hprev = h;
   }
-  auto sh0 = saved(h0), sw = saved(w_hh);
+  const Saved sh0(h0), sw(w_hh);
   return record("gru", hs, {xp, h0, Tensor(), w_hh, b_hh},
-                [hs, acts, ghn, sh0, sw, T, B, G, H, BH](BackwardContext& ctx) {
+                [sy = Saved(hs), acts, ghn, sh0, sw, T, B, G, H, BH](BackwardContext& ctx) {
+    const Array& ys = ctx.read(sy);
     const float* dy = ctx.grad.data();
     Array dx = Array::from_shape(acts->shape());
     std::vector<float> dgh(static_cast<size_t>(T * B * G));
@@ -254,7 +257,7 @@ Tensor gru_recurrence(const Tensor& xp, const Tensor& h0, const Tensor& w_hh, co
     for (int64_t t = T - 1; t >= 0; --t) {
       const float* a = acts->data() + t * B * G;
       const float* gn = ghn->data() + t * BH;
-      const float* hp = t > 0 ? hs->data() + (t - 1) * BH : sh0->data();
+      const float* hp = t > 0 ? ys.data() + (t - 1) * BH : ctx.read(sh0).data();
       float* dxt = dx.data() + t * B * G;
       float* dgt = dgh.data() + t * B * G;
       for (int64_t b = 0; b < B; ++b) {
@@ -275,10 +278,10 @@ Tensor gru_recurrence(const Tensor& xp, const Tensor& h0, const Tensor& w_hh, co
           dh[k] = dht * z;
         }
       }
-      gemm::gemm(false, false, B, H, G, 1.0f, dgt, G, sw->data(), H, 1.0f, dh.data(), H);
+      gemm::gemm(false, false, B, H, G, 1.0f, dgt, G, ctx.read(sw).data(), H, 1.0f, dh.data(), H);
     }
-    give_recurrent(ctx, dgh.data(), *sh0, hs->data(), T, B, G, H);
-    if (ctx.needs(kH0)) ctx.give(kH0, shaped_like(*sh0, dh));
+    give_recurrent(ctx, dgh.data(), ctx.read(sh0), ys.data(), T, B, G, H);
+    if (ctx.needs(kH0)) ctx.give(kH0, shaped_like(ctx.read(sh0), dh));
     ctx.give(kXp, std::move(dx));
   });
 }

@@ -145,9 +145,9 @@ Tensor softmax(const Tensor& a, int64_t axis) {
   require_defined(a, "softmax", "the input");
   const Shape in = a.shape();
   const AxisSplit s = split_at(in, norm_axis(axis, in.size(), "softmax"));
-  auto y = std::make_shared<Array>(softmax_forward(val(a), s, false));
-  return record("softmax", y, {a}, [y, s](BackwardContext& ctx) {
-    ctx.give(0, softmax_backward(*y, ctx.grad, s, false));
+  auto y = make_storage(softmax_forward(val(a), s, false));
+  return record("softmax", y, {a}, [sy = Saved(y), s](BackwardContext& ctx) {
+    ctx.give(0, softmax_backward(ctx.read(sy), ctx.grad, s, false));
   });
 }
 
@@ -156,9 +156,9 @@ Tensor log_softmax(const Tensor& a, int64_t axis) {
   require_defined(a, "log_softmax", "the input");
   const Shape in = a.shape();
   const AxisSplit s = split_at(in, norm_axis(axis, in.size(), "log_softmax"));
-  auto y = std::make_shared<Array>(softmax_forward(val(a), s, true));
-  return record("log_softmax", y, {a}, [y, s](BackwardContext& ctx) {
-    ctx.give(0, softmax_backward(*y, ctx.grad, s, true));
+  auto y = make_storage(softmax_forward(val(a), s, true));
+  return record("log_softmax", y, {a}, [sy = Saved(y), s](BackwardContext& ctx) {
+    ctx.give(0, softmax_backward(ctx.read(sy), ctx.grad, s, true));
   });
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <set>
 
+#include "core/storage.h"
 #include "tapegrad/autograd.h"
 #include "tapegrad/optim/optimizer.h"
 
@@ -137,7 +138,10 @@ void Optimizer::step() {
   NoGradGuard no_grad;
   for (auto& g : groups_)
     for (auto& p : g.params_)
-      if (p.grad().defined()) update(*g.options_, p, state_[p.impl().get()]);
+      if (p.grad().defined()) {
+        update(*g.options_, p, state_[p.impl().get()]);
+        detail::bump_version(p);  // a graph that saved p must not run with the stepped value
+      }
 }
 
 const ParamState* Optimizer::state(const Tensor& param) const {
