@@ -18,7 +18,7 @@ RANK = {"base": -1, "core": 0, "backend": 0, "autograd": 1, "ops": 2, "nn": 3, "
 # Public headers (lib/include/tapegrad/...) by the layer that implements them.
 PUBLIC = {
     "error.h": "base", "arg.h": "base", "tensor.h": "core", "random.h": "core", "state_dict.h": "core",
-    "xtensor.h": "core", "device.h": "backend", "autograd.h": "autograd",
+    "xtensor.h": "core", "memory.h": "core", "device.h": "backend", "autograd.h": "autograd",
     "ops.h": "ops", "nn.h": "nn", "optim.h": "optim", "checkpoint.h": "io", "npz.h": "io",
     "data.h": "data",
 }

@@ -3,6 +3,7 @@
 #include "tapegrad/autograd.h"
 #include "tapegrad/device.h"
 #include "tapegrad/error.h"
+#include "tapegrad/memory.h"
 #include "tapegrad/ops.h"
 #include "tapegrad/random.h"
 #include "tapegrad/tensor.h"

@@ -4,12 +4,14 @@
 // needs values can use Tensor::data() instead.
 #include <xtensor/xarray.hpp>
 
+#include "tapegrad/memory.h"
 #include "tapegrad/tensor.h"
 
 namespace tg {
 
-/// The storage type behind every tensor: float32, row-major.
-using Array = xt::xarray<float>;
+/// The storage type behind every tensor: float32, row-major, in tapegrad's buffers
+/// (tapegrad/memory.h). An xt::xarray<float> converts to it (by a copy).
+using Array = xt::xarray<float, xt::layout_type::row_major, BufferAllocator<float>>;
 
 /// The tensor's values as an xtensor array (shared, mutable: writes change the tensor).
 Array& array(const Tensor& t);

@@ -128,7 +128,8 @@ void check_gradient(const Node& node, size_t i, const Array& g, const Array& gra
     received = to_string(shape_of(grad_out)) + (gc.finite() ? ", finite" : ", holding " + describe(gc));
   }
   const Edge& in = node.next[i];
-  const Shape in_shape = in.fn ? in.fn->shape : shape_of(in.leaf->storage->data);
+  const auto& want = in.fn ? in.fn->shape : in.leaf->storage->data.shape();
+  const Shape in_shape(want.begin(), want.end());
   throw AnomalyError("anomaly detected: the backward of op '" + std::string(node.name) + "'" +
                      in_module(node.module) + " produced " + describe(c) +
                      " in the gradient of its input " + std::to_string(i) + " (shape " +

@@ -51,13 +51,6 @@ Edge edge_to(const Tensor& t) {
   return {nullptr, t.impl()};
 }
 
-bool same_shape(const Array& g, const Shape& target) {
-  const auto& gs = g.shape();
-  if (gs.size() != target.size()) return false;
-  for (size_t i = 0; i < gs.size(); ++i)
-    if (static_cast<int64_t>(gs[i]) != target[i]) return false;
-  return true;
-}
 }  // namespace
 
 bool BackwardContext::needs(size_t i) const { return node_.next.at(i).defined(); }
@@ -82,9 +75,9 @@ void BackwardContext::give(size_t i, Array g) {
   const Edge& e = node_.next.at(i);
   if (!e.defined()) return;
   if (anomaly_on()) check_gradient(node_, i, g, grad_);
-  const bool exact = e.fn ? same_shape(g, e.fn->shape) : g.shape() == e.leaf->storage->data.shape();
-  if (!exact) {
-    const Shape target = e.fn ? e.fn->shape : shape_of(e.leaf->storage->data);
+  const auto& want = e.fn ? e.fn->shape : e.leaf->storage->data.shape();
+  if (g.shape() != want) {
+    const Shape target(want.begin(), want.end());
     if (!broadcasts_to(target, shape_of(g)))
       throw AutogradError(std::string("backward of op '") + node_.name + "' gave input " +
                           std::to_string(i) + " a gradient of shape " + to_string(shape_of(g)) +
@@ -138,14 +131,15 @@ bool any_requires_grad(const Tensor* inputs, size_t n) {
   return false;
 }
 
-std::shared_ptr<Node> make_node(const char* name, const Tensor* inputs, size_t n, Shape shape,
+std::shared_ptr<Node> make_node(const char* name, const Tensor* inputs, size_t n,
+                                const Array::shape_type& shape,
                                 BackwardFn fn, const std::shared_ptr<TensorImpl>& output) {
   auto node = std::make_shared<Node>();
   node->name = name;
   node->seq = next_seq.fetch_add(1, std::memory_order_relaxed);
   node->next.reserve(n);
   for (size_t i = 0; i < n; ++i) node->next.push_back(edge_to(inputs[i]));
-  node->shape = std::move(shape);
+  node->shape = shape;
   node->backward = std::move(fn);
   node->output = output;
   if (anomaly_on()) node->module = current_module_id();
@@ -157,7 +151,7 @@ Tensor record_impl(const char* name, std::shared_ptr<Storage> value, const Tenso
   auto impl = new_impl();
   impl->storage = std::move(value);
   if (any_requires_grad(inputs, n)) {
-    impl->grad_fn = make_node(name, inputs, n, shape_of(impl->storage->data), std::move(fn), impl);
+    impl->grad_fn = make_node(name, inputs, n, impl->storage->data.shape(), std::move(fn), impl);
     impl->requires_grad = true;
   }
   if (anomaly_on()) check_forward(name, impl->storage->data, inputs, n);
@@ -205,7 +199,7 @@ void record_inplace(const char* name, const Tensor& self, const std::vector<Tens
   if (!any_requires_grad(inputs.data(), inputs.size())) return;
   TensorImpl& s = *self.impl();
   // The edges point at self's old history (inputs[0] is self, before the rebase).
-  auto node = make_node(name, inputs.data(), inputs.size(), shape_of(s.storage->data),
+  auto node = make_node(name, inputs.data(), inputs.size(), s.storage->data.shape(),
                         std::move(fn), self.impl());
   if (s.grad_fn) s.grad_fn->output.reset();  // retain_grad now means the new value's gradient
   s.grad_fn = std::move(node);

@@ -80,7 +80,7 @@ struct Node {
   const char* name = "";
   uint64_t seq = 0;                                // execution order
   std::vector<Edge> next;                          // one per input
-  Shape shape;                                     // the output's (its gradient's) shape
+  Array::shape_type shape;                         // the output's (its gradient's) shape
   std::weak_ptr<TensorImpl> output;                // for retain_grad
   BackwardFn backward;                             // freed after backward, with what it saved
   uint32_t visited = 0;                            // the replay that last collected it
@@ -115,6 +115,11 @@ void record_inplace(const char* name, const Tensor& self, const std::vector<Tens
 void check_inplace(const Tensor& self, const char* op);
 /// True if recording `inputs` would create a node (lets ops skip saving work).
 bool any_requires_grad(const std::vector<Tensor>& inputs);
+/// The same for a few tensors, without building a vector: will an op on them be recorded?
+template <class... T>
+bool will_record(const T&... ts) {
+  return is_grad_enabled() && (... || (ts.defined() && ts.impl()->requires_grad));
+}
 
 /// Replays the tape from `root` (Tensor::backward).
 void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);

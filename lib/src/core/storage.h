@@ -53,19 +53,7 @@ inline TensorImpl& checked(const std::shared_ptr<TensorImpl>& impl, const char* 
   return *impl;
 }
 
-/// Sets glibc's malloc thresholds (memory.cpp) once, on the first call.
-bool tune_malloc();
-inline void ensure_malloc_tuned() {
-  static const bool tuned = tune_malloc();
-  (void)tuned;
-}
-
-/// Every TensorImpl comes from here, so that malloc is tuned before the first tensor's
-/// buffers are reused (and not at load time, in programs that never make one).
-inline std::shared_ptr<TensorImpl> new_impl() {
-  ensure_malloc_tuned();
-  return std::make_shared<TensorImpl>();
-}
+inline std::shared_ptr<TensorImpl> new_impl() { return std::make_shared<TensorImpl>(); }
 
 inline const Array& val(const Tensor& t) { return t.impl()->storage->data; }
 /// The values, for an in-place write: the caller bumps the version (bump_version(t)).

@@ -51,7 +51,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 // y = a * b            da = g * b, db = g * a
 Tensor mul(const Tensor& a, const Tensor& b) {
   check_broadcast(a, b, "mul");
-  const bool rec = any_requires_grad({a, b});  // each saves what the other's gradient reads
+  const bool rec = will_record(a, b);  // each saves what the other's gradient reads
   const Saved sa = rec && b.requires_grad() ? Saved(a) : Saved();
   const Saved sb = rec && a.requires_grad() ? Saved(b) : Saved();
   return record("mul", Array(val(a) * val(b)), {a, b}, [sa, sb](BackwardContext& ctx) {
@@ -64,7 +64,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 // y = a / b            da = g / b, db = -g * a / b²
 Tensor div(const Tensor& a, const Tensor& b) {
   check_broadcast(a, b, "div");
-  const bool rec = any_requires_grad({a, b});
+  const bool rec = will_record(a, b);
   const Saved sa = rec && b.requires_grad() ? Saved(a) : Saved();
   const Saved sb = rec ? Saved(b) : Saved();
   return record("div", Array(val(a) / val(b)), {a, b}, [sa, sb](BackwardContext& ctx) {
@@ -204,7 +204,7 @@ Tensor gelu(const Tensor& a, bool approximate) {
   }
   Array cdf = 0.5f * (1.0f + xt::erf(x * kInvSqrt2));  // Φ(x)
   Array y = x * cdf;
-  if (!any_requires_grad({a})) return record("gelu", std::move(y), {a}, nullptr);
+  if (!will_record(a)) return record("gelu", std::move(y), {a}, nullptr);
   // The derivative is saved instead of x (the same size): erf is the costly part and is
   // already at hand, and backward becomes one product, computed in g's buffer.
   auto dydx = std::make_shared<Array>(std::move(cdf));

@@ -54,7 +54,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     gemm::gemm(false, false, M, N, K, 1.0f, pa + a_off[i], K, pb + b_off[i], N, 0.0f,
                c.data() + i * M * N, N);
 
-  const bool rec = any_requires_grad({a, b});  // each saves what the other's gradient reads
+  const bool rec = will_record(a, b);  // each saves what the other's gradient reads
   const Saved sa = rec && b.requires_grad() ? Saved(a) : Saved();
   const Saved sb = rec && a.requires_grad() ? Saved(b) : Saved();
   return record("matmul", std::move(c), {a, b},
@@ -103,7 +103,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   gemm::gemm(false, true, rows, out, in, 1.0f, val(x).data(), in, val(weight).data(), in, beta,
              y.data(), out);
 
-  const bool rec = any_requires_grad({x, weight, bias});
+  const bool rec = will_record(x, weight, bias);
   const Saved sx = rec && weight.requires_grad() ? Saved(x) : Saved();  // for dW
   const Saved sw = rec && x.requires_grad() ? Saved(weight) : Saved();  // for dx
   return record("linear", std::move(y), {x, weight, bias},
