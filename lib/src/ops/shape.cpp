@@ -75,7 +75,7 @@ Tensor reshape(const Tensor& a, const Shape& shape_in) {
   Array y = val(a);
   y.reshape(to_xshape(shape));
   return record("reshape", std::move(y), {a}, [in](BackwardContext& ctx) {
-    Array g = ctx.grad;
+    Array g = ctx.take_grad();  // the same values in another shape: no copy
     g.reshape(to_xshape(in));
     ctx.give(0, std::move(g));
   });
