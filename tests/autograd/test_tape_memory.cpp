@@ -90,3 +90,19 @@ TEST(TapeMemory, RetainGraphKeepsThemForASecondBackward) {
   const float g = w.grad().to_vector()[0], t = std::tanh(1.0f);
   EXPECT_NEAR(g, 2 * (2 * t * (1 - t * t)), 1e-5);
 }
+
+// The memory benchmark's small case (bench/memory_bench.cpp, "chain"), in bytes: what lives
+// is the leaf, the output and, after backward, the leaf's gradient; nothing in between.
+TEST(TapeMemory, TheChainBenchmarkInBytes) {
+  constexpr int64_t kMiB = 1 << 20;
+  const Tensor x = zeros({kMiB / 4}, true);
+  reset_peak_memory_stats();
+  const int64_t before = memory_stats().live_bytes;
+  Tensor y = x;
+  for (int i = 0; i < 20; ++i) y = y + 1.0f;
+  const Tensor loss = sum(y);
+  EXPECT_EQ(memory_stats().live_bytes - before, kMiB + 4);  // y and the loss
+  loss.backward();
+  EXPECT_EQ(memory_stats().live_bytes - before, 2 * kMiB + 4);  // and x.grad
+  EXPECT_LE(memory_stats().peak_bytes - before, 2 * kMiB + 64);
+}

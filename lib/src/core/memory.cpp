@@ -24,6 +24,16 @@
 
 #include "tapegrad/memory.h"
 
+// Under AddressSanitizer every buffer is an exact allocation of its own, freed at once, so
+// that ASan still sees every overflow by one element and every use after free.
+#if defined(__SANITIZE_ADDRESS__)
+#define TG_EXACT_BUFFERS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TG_EXACT_BUFFERS 1
+#endif
+#endif
+
 namespace tg {
 namespace detail {
 
@@ -65,6 +75,9 @@ Cache& cache() {
     auto* k = new Cache;  // never destroyed: buffers may be freed during exit
     const char* env = std::getenv("TAPEGRAD_BUFFER_CACHE");
     k->enabled = !(env && std::strcmp(env, "0") == 0);
+#ifdef TG_EXACT_BUFFERS
+    k->enabled = false;
+#endif
     return k;
   }();
   return *c;
@@ -83,6 +96,11 @@ void count_alloc(size_t bytes) {
 /// and the same computation must give the same bits in every run. malloc's block, with the
 /// offset to its start kept just before the aligned address.
 void* raw_alloc(size_t bytes) {
+#ifdef TG_EXACT_BUFFERS
+  void* exact = nullptr;
+  if (posix_memalign(&exact, kAlign, bytes) != 0) throw std::bad_alloc();
+  return exact;
+#endif
   if (bytes > size_t(-1) - kAlign) throw std::bad_alloc();
   void* base = std::malloc(bytes + kAlign);
   if (!base) throw std::bad_alloc();
@@ -91,36 +109,36 @@ void* raw_alloc(size_t bytes) {
   return reinterpret_cast<void*>(aligned);
 }
 
-void raw_free(void* p) { std::free(reinterpret_cast<void**>(p)[-1]); }
+void raw_free(void* p) {
+#ifdef TG_EXACT_BUFFERS
+  std::free(p);
+  return;
+#endif
+  std::free(reinterpret_cast<void**>(p)[-1]);
+}
 
 }  // namespace
 
 void* buffer_allocate(size_t bytes) {
   if (bytes == 0) bytes = 1;
   count_alloc(bytes);
-  if (bytes < kMinCached) {
-    try {
-      return raw_alloc(bytes);
-    } catch (const std::bad_alloc&) {
-      g_live.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
-      throw;
-    }
-  }
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
   Cache& c = cache();
-  const size_t k = class_index(bytes);
-  if (c.enabled && k < c.lists.size()) {
-    std::lock_guard<std::mutex> lock(c.mutex);
-    auto& list = c.lists[k];
-    if (!list.empty()) {
-      void* p = list.back();
-      list.pop_back();
-      c.cached -= static_cast<int64_t>(class_bytes(bytes));
-      g_hits.fetch_add(1, std::memory_order_relaxed);
-      return p;
-    }
-  }
+  const bool cached = bytes >= kMinCached && c.enabled;
   try {
+    if (!cached) return raw_alloc(bytes);
+    g_allocations.fetch_add(1, std::memory_order_relaxed);
+    const size_t k = class_index(bytes);
+    {
+      std::lock_guard<std::mutex> lock(c.mutex);
+      auto& list = c.lists[k];
+      if (!list.empty()) {
+        void* p = list.back();
+        list.pop_back();
+        c.cached -= static_cast<int64_t>(class_bytes(bytes));
+        g_hits.fetch_add(1, std::memory_order_relaxed);
+        return p;
+      }
+    }
     return raw_alloc(class_bytes(bytes));
   } catch (const std::bad_alloc&) {
     g_live.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
@@ -132,19 +150,16 @@ void buffer_free(void* p, size_t bytes) noexcept {
   if (!p) return;
   if (bytes == 0) bytes = 1;
   g_live.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
-  if (bytes >= kMinCached) {
-    Cache& c = cache();
-    const size_t k = class_index(bytes);
+  Cache& c = cache();
+  if (bytes >= kMinCached && c.enabled) {
     const int64_t size = static_cast<int64_t>(class_bytes(bytes));
-    if (c.enabled && k < c.lists.size()) {
-      std::lock_guard<std::mutex> lock(c.mutex);
-      if (c.cached + size <= kMaxCached) {
-        try {
-          c.lists[k].push_back(p);
-          c.cached += size;
-          return;
-        } catch (...) {  // no room to remember it: free it instead
-        }
+    std::lock_guard<std::mutex> lock(c.mutex);
+    if (c.cached + size <= kMaxCached) {
+      try {
+        c.lists[class_index(bytes)].push_back(p);
+        c.cached += size;
+        return;
+      } catch (...) {  // no room to remember it: free it instead
       }
     }
   }
