@@ -4,6 +4,7 @@
 // no-grad, history rebased on non-leaves, broadcasting operands) and each is gradient-checked.
 #include <gtest/gtest.h>
 
+#include "autograd/node.h"
 #include "tapegrad/tapegrad.h"
 #include "test_util.h"
 
@@ -217,4 +218,42 @@ TEST_F(Versions, ClampValuesAndNaN) {
   EXPECT_EQ(v[2], 1.0f);
   EXPECT_TRUE(std::isnan(v[3]));
   EXPECT_THROW(t.clamp_(1.0f, -1.0f), ValueError);
+}
+
+// ---- the engine checks the shape of every gradient an op gives ----------------------------------
+
+TEST_F(Versions, AGradientOfTheWrongShapeIsRefusedNamingTheOp) {
+  const Tensor x = input({2, 3});
+  // An op whose backward gives its input a (3, 2) gradient: the right element count, the
+  // wrong shape, which the engine used to reshape silently.
+  const Tensor y = custom_op("transposing_backward", x * 1.0f, {x}, [](const Tensor& g) {
+    return std::vector<Tensor>{reshape(g, {3, 2})};
+  });
+  try {
+    sum(y).backward();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("transposing_backward"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[3, 2]"), std::string::npos) << msg;
+  }
+  // The same from an op of the library's own kind (the engine's check, not custom_op's).
+  const Tensor z = detail::record("bad_op", Array(detail::val(x)), {x}, [](detail::BackwardContext& ctx) {
+    Array g = ctx.grad;
+    g.reshape({3, 2});
+    ctx.give(0, std::move(g));
+  });
+  try {
+    sum(z).backward();
+    ADD_FAILURE() << "no error";
+  } catch (const AutogradError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("'bad_op'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[3, 2]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[2, 3]"), std::string::npos) << msg;
+  }
+  // A gradient in the broadcast shape is summed down, as before.
+  const Tensor b = input({3});
+  sum(input({2, 3}) * b).backward();
+  EXPECT_EQ(b.grad().shape(), (Shape{3}));
 }
