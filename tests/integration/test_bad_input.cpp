@@ -160,6 +160,15 @@ TEST(BadInput, TensorsAndFactories) {
       err<ShapeError>("full: negative dim", {"full", "[4, -2]"}, [] { full({4, -2}, 1.0f); }),
       err<ShapeError>("randn: negative dim", {"randn", "[-5]"}, [] { randn({-5}); }),
       err<ShapeError>("ragged rows", {"ragged"}, [] { tensor({{1, 2}, {3}}); }),
+      // Regression: 2^62 elements passed the check but their byte count overflowed: numel 0,
+      // a tiny buffer, and a segfault on the first bounds-checked write.
+      err<ShapeError>("zeros: bytes overflow", {"zeros", "too many elements", "ptrdiff_t"},
+                      [] { zeros({int64_t(1) << 31, int64_t(1) << 31}); }),
+      err<ShapeError>("full: bytes overflow", {"full", "too many elements"},
+                      [] { full({int64_t(1) << 40, int64_t(1) << 21}, 1.0f); }),
+      // Regression: running out of memory escaped as std::bad_alloc; now a tg::Error.
+      err<MemoryError>("Linear: out of memory", {"out of memory", "bytes"},
+                       [] { nn::Linear(int64_t(1) << 30, int64_t(1) << 30); }),
       // Found by fuzzing (checkpoint dims): empty, but the other dims' product overflows the strides.
       err<ShapeError>("zeros: empty with huge dims", {"zeros", "too many elements"},
                       [] { zeros({0, int64_t(1) << 40, int64_t(1) << 40}); }),
@@ -298,7 +307,13 @@ TEST(BadInput, ProductsShapesIndexing) {
       err<ShapeError>("cat: ranks differ", {"cat", "tensor 1", "[3]"}, [=] { cat({a, ones({3})}, 0); }),
       err<IndexError>("cat: axis out of range", {"cat", "dimension 2", "rank 2"}, [=] { cat({a, a}, 2); }),
       err<ValueError>("cat: undefined member", {"cat", "tensor 1", "undefined"}, [=] { cat({a, Tensor()}); }),
-      err<IndexError>("narrow: past the end", {"narrow", "[2, 5)", "3"}, [=] { narrow(a, 1, 2, 3); }),
+      err<IndexError>("narrow: past the end", {"narrow", "start 2", "length 3"}, [=] { narrow(a, 1, 2, 3); }),
+      // Regressions: start + length overflowed int64 and passed the range check (the forward
+      // read before the buffer, the backward wrote there); a huge length was bad_alloc.
+      err<IndexError>("narrow: start + length overflows", {"narrow", "start 9223372036854775807"},
+                      [=] { narrow(a, 0, INT64_MAX, 1); }),
+      err<IndexError>("narrow: huge length", {"narrow", "length 9223372036854775807"},
+                      [=] { narrow(a, 0, 2, INT64_MAX); }),
       err<IndexError>("narrow: negative length", {"narrow", "-1"}, [=] { narrow(a, 1, 0, -1); }),
       err<ShapeError>("narrow: 0-d", {"narrow", "0-d"}, [] { narrow(scalar(1.0f), 0, 0, 1); }),
       err<IndexError>("slice: dim out of range", {"slice", "2"}, [=] { slice(a, 2, 0, 1); }),

@@ -23,6 +23,9 @@ class AutogradError : public Error { using Error::Error; };
 class CheckpointError : public Error { using Error::Error; };
 /// A file that cannot be opened, read or written.
 class IOError : public Error { using Error::Error; };
+/// Memory ran out: a tensor buffer (or a file's contents) could not be allocated. The message
+/// says how many bytes were asked for and how many tapegrad already holds.
+class MemoryError : public Error { using Error::Error; };
 /// Anomaly detection (tg::detect_anomaly) found NaN or Inf: the message names the first op
 /// whose forward or backward produced it, the module whose forward recorded it, and the shapes.
 class AnomalyError : public Error { using Error::Error; };

@@ -43,8 +43,9 @@ struct BufferAllocator {
   BufferAllocator() noexcept = default;
   template <class U>
   BufferAllocator(const BufferAllocator<U>&) noexcept {}  // NOLINT: rebinding
+  /// tg::MemoryError (a tg::Error) when memory runs out.
   T* allocate(size_t n) {
-    if (n > size_t(-1) / sizeof(T)) throw std::bad_alloc();
+    if (n > size_t(-1) / sizeof(T)) n = size_t(-1) / sizeof(T);  // refused as too large
     return static_cast<T*>(detail::buffer_allocate(n * sizeof(T)));
   }
   void deallocate(T* p, size_t n) noexcept { detail::buffer_free(p, n * sizeof(T)); }

@@ -20,8 +20,10 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <string>
 #include <vector>
 
+#include "tapegrad/error.h"
 #include "tapegrad/memory.h"
 
 // Under AddressSanitizer every buffer is an exact allocation of its own, freed at once, so
@@ -83,6 +85,13 @@ Cache& cache() {
   return *c;
 }
 
+[[noreturn]] void out_of_memory(size_t bytes) {
+  const int64_t live = g_live.load(std::memory_order_relaxed);
+  throw MemoryError("out of memory: cannot allocate a tensor buffer of " + std::to_string(bytes) +
+                    " bytes (" + std::to_string(bytes >> 20) + " MiB); tapegrad holds " +
+                    std::to_string(live >> 20) + " MiB in live buffers");
+}
+
 void count_alloc(size_t bytes) {
   const int64_t now = g_live.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed) +
                       static_cast<int64_t>(bytes);
@@ -98,12 +107,12 @@ void count_alloc(size_t bytes) {
 void* raw_alloc(size_t bytes) {
 #ifdef TG_EXACT_BUFFERS
   void* exact = nullptr;
-  if (posix_memalign(&exact, kAlign, bytes) != 0) throw std::bad_alloc();
+  if (posix_memalign(&exact, kAlign, bytes) != 0) out_of_memory(bytes);
   return exact;
 #endif
-  if (bytes > size_t(-1) - kAlign) throw std::bad_alloc();
+  if (bytes > size_t(-1) - kAlign) out_of_memory(bytes);
   void* base = std::malloc(bytes + kAlign);
-  if (!base) throw std::bad_alloc();
+  if (!base) out_of_memory(bytes);
   const uintptr_t aligned = (reinterpret_cast<uintptr_t>(base) + kAlign) & ~uintptr_t(kAlign - 1);
   reinterpret_cast<void**>(aligned)[-1] = base;
   return reinterpret_cast<void*>(aligned);
@@ -140,7 +149,7 @@ void* buffer_allocate(size_t bytes) {
       }
     }
     return raw_alloc(class_bytes(bytes));
-  } catch (const std::bad_alloc&) {
+  } catch (...) {
     g_live.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
     throw;
   }

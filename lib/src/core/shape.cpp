@@ -19,13 +19,17 @@ int64_t numel_of(const Shape& s) {
 }
 
 void check_shape(const Shape& shape, const char* what) {
-  uint64_t product = 1;  // of the nonzero dims: past 2^62 the strides would overflow
+  // The product of the nonzero dims: past 2^60 elements the byte count of a float32 buffer
+  // (and, past 2^62, xtensor's strides) would overflow ptrdiff_t.
+  uint64_t product = 1;
   for (auto d : shape) {
     if (d < 0)
       throw ShapeError(std::string(what) + ": negative dimension in shape " + to_string(shape));
     if (d == 0) continue;
-    if (product > (uint64_t(1) << 62) / uint64_t(d))
-      throw ShapeError(std::string(what) + ": shape " + to_string(shape) + " has too many elements");
+    if (product > kMaxElements / uint64_t(d))
+      throw ShapeError(std::string(what) + ": shape " + to_string(shape) +
+                       " has too many elements (more than 2^60, whose bytes would not fit in a "
+                       "ptrdiff_t)");
     product *= uint64_t(d);
   }
 }

@@ -15,8 +15,10 @@ Shape shape_of(const Array& a);
 std::vector<size_t> to_xshape(const Shape& s);
 /// The product of the dims (the caller has checked the shape with check_shape).
 int64_t numel_of(const Shape& s);
+/// The most elements a shape may have: its float32 bytes fit in a ptrdiff_t.
+constexpr uint64_t kMaxElements = uint64_t(1) << 60;
 /// Throws ShapeError naming `what` for a negative dim, or when the nonzero dims multiply past
-/// 2^62 (where xtensor's strides would overflow).
+/// kMaxElements.
 void check_shape(const Shape& shape, const char* what);
 /// Maps a possibly negative axis into [0, rank); throws IndexError naming the op.
 size_t norm_axis(int64_t axis, size_t rank, const char* op);

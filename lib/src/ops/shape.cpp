@@ -177,10 +177,10 @@ Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
   const Shape in = a.shape();
   if (in.empty()) shape_error("narrow", "cannot narrow a 0-d tensor");
   const size_t ax = norm_axis(dim, in.size(), "narrow");
-  if (start < 0 || length < 0 || start + length > in[ax])
-    throw IndexError("narrow: slice [" + std::to_string(start) + ", " +
-                     std::to_string(start + length) + ") out of range for dim " +
-                     std::to_string(ax) + " of shape " + to_string(in));
+  if (start < 0 || length < 0 || start > in[ax] || length > in[ax] - start)  // no overflow
+    throw IndexError("narrow: start " + std::to_string(start) + " and length " +
+                     std::to_string(length) + " out of range for dim " + std::to_string(ax) +
+                     " of shape " + to_string(in));
   const AxisSplit s = split_at(in, ax);
   Shape out = in;
   out[ax] = length;
