@@ -2,8 +2,14 @@
 // strict and non-strict loads, all-or-nothing restores, and atomic saves.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <thread>
 
 #include <cstdio>
 #include <cstring>
@@ -13,6 +19,27 @@
 #include "test_util.h"
 
 using namespace tg;
+
+namespace {
+/// How many temporaries of `path`'s saves (PATH.tmp-...) are in its folder.
+int temporaries(const std::string& path) {
+  const std::string dir = path.substr(0, path.find_last_of('/'));
+  const std::string prefix = path.substr(path.find_last_of('/') + 1) + ".tmp";
+  int n = 0;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) n += std::string(e->d_name).rfind(prefix, 0) == 0;
+    ::closedir(d);
+  }
+  return n;
+}
+
+std::string boot_tag() {
+  std::string id;
+  for (char c : test_util::read_file("/proc/sys/kernel/random/boot_id"))
+    if (std::isxdigit(static_cast<unsigned char>(c)) && id.size() < 8) id += c;
+  return id.empty() ? "0" : id;
+}
+}  // namespace
 using test_util::get_le;
 using test_util::read_file;
 using test_util::set_le;
@@ -343,7 +370,7 @@ TEST(Checkpoint, FailedSaveLeavesThePreviousFileIntact) {
                 std::string::npos) << e.what();
     }
     EXPECT_EQ(read_file(path), good);
-    EXPECT_FALSE(exists(path + ".tmp"));
+    EXPECT_EQ(temporaries(path), 0);
     auto c = random_net(14);
     load(*c, path);
     EXPECT_EQ(values(*c), values(*a));
@@ -355,31 +382,33 @@ TEST(Checkpoint, FailedSaveLeavesThePreviousFileIntact) {
   EXPECT_EQ(values(*c), values(*b));
 }
 
+
 TEST(Checkpoint, CrashLeftoversAndUncreatableTempFiles) {
   auto a = random_net(16), b = random_net(17);
   const auto path = tmp_path("leftover.ckpt");
   save(*a, path);
-  // A crash mid-save leaves a partial path.tmp: loads ignore it, the next save replaces it.
-  write_file(path + ".tmp", "TAPEGRAD partial");
+  // A save killed half-way leaves PATH.tmp-<boot>-<pid>-<n>. Loads ignore it; the next save
+  // removes it when its process is gone on this boot, and leaves anyone else's alone.
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ::waitpid(dead, nullptr, 0);
+  const std::string boot = boot_tag();
+  const std::string stale = path + ".tmp-" + boot + "-" + std::to_string(dead) + "-0";
+  const std::string live = path + ".tmp-" + boot + "-" + std::to_string(::getppid()) + "-0";
+  const std::string other_boot = path + ".tmp-00000000-" + std::to_string(dead) + "-0";
+  for (const auto& f : {stale, live, other_boot}) write_file(f, "TAPEGRAD partial");
   auto c = random_net(18);
   load(*c, path);
   EXPECT_EQ(values(*c), values(*a));
   save(*b, path);
-  EXPECT_FALSE(exists(path + ".tmp"));
+  EXPECT_FALSE(exists(stale));
+  EXPECT_TRUE(exists(live));
+  EXPECT_TRUE(exists(other_boot) || boot == "00000000");
+  ::unlink(live.c_str());
+  ::unlink(other_boot.c_str());
   load(*c, path);
   EXPECT_EQ(values(*c), values(*b));
-
-  // path.tmp cannot be created (a folder is in the way): IOError, the old file intact.
-  const std::string good = read_file(path);
-  ASSERT_EQ(::mkdir((path + ".tmp").c_str(), 0755), 0);
-  try {
-    save(*a, path);
-    FAIL() << "expected IOError";
-  } catch (const IOError& e) {
-    EXPECT_NE(std::string(e.what()).find(path + ".tmp"), std::string::npos) << e.what();
-  }
-  EXPECT_EQ(read_file(path), good);
-  ::rmdir((path + ".tmp").c_str());
   // A folder that does not exist.
   EXPECT_THROW(save(*a, tmp_path("no/such/dir/x.ckpt")), IOError);
   // Loading a file that does not exist is an IOError, not a crash.
@@ -421,4 +450,65 @@ TEST(Checkpoint, ClearErrorsForDamagedHeaders) {
   std::string flipped = good;
   flipped[good.size() / 2] ^= 0x10;
   expect_error(flipped, "the payload is damaged: its CRC-32 is");
+}
+
+// A path that exists and is not a regular file is never replaced (as root, saving over
+// /dev/null used to replace the device with a regular file).
+TEST(Checkpoint, RefusesToReplaceWhatIsNotARegularFile) {
+  auto a = random_net(30);
+  const auto fifo = tmp_path("a.fifo"), dir = tmp_path("a.dir"), link = tmp_path("a.link");
+  const auto target = tmp_path("target.ckpt");
+  ::unlink(fifo.c_str());
+  ::rmdir(dir.c_str());
+  ::unlink(link.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  save(*a, target);
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  for (const auto& [p, kind] : std::vector<std::pair<std::string, std::string>>{
+           {fifo, "a FIFO"}, {dir, "a directory"}, {link, "a symbolic link"}, {"/dev/null", "a device"}}) {
+    try {
+      save(*a, p);
+      ADD_FAILURE() << "no error for " << p;
+    } catch (const IOError& e) {
+      EXPECT_NE(std::string(e.what()).find(kind), std::string::npos) << e.what();
+    }
+  }
+  struct stat st;
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_EQ(temporaries(fifo) + temporaries(link), 0);
+}
+
+// Two savers on one path never share a temporary file: every read sees a whole checkpoint,
+// and the old good file is never lost.
+TEST(Checkpoint, ConcurrentSaversNeverExposeAPartialFile) {
+  auto a = random_net(31), b = random_net(32);
+  const auto path = tmp_path("race.ckpt");
+  save(*a, path);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> savers;
+  for (auto* m : {a.get(), b.get()})
+    savers.emplace_back([m, &path, &stop] {
+      while (!stop) save(*m, path);
+    });
+  int reads = 0, bad = 0;
+  for (; reads < 200; ++reads) {
+    auto c = random_net(33);
+    try {
+      load(*c, path);
+      if (values(*c) != values(*a) && values(*c) != values(*b)) ++bad;
+    } catch (const Error& e) {
+      ++bad;
+      ADD_FAILURE() << e.what();
+    }
+  }
+  stop = true;
+  for (auto& t : savers) t.join();
+  EXPECT_EQ(bad, 0) << "of " << reads << " reads";
+  EXPECT_EQ(temporaries(path), 0);
 }

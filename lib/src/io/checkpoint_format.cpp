@@ -9,6 +9,7 @@
 #include <istream>
 #include <limits>
 #include <new>
+#include <set>
 #include <stdexcept>
 
 #include "io/checkpoint_internal.h"
@@ -177,10 +178,10 @@ Checkpoint decode(Reader& r) {
   for (auto& w : ck.rng) w = r.get<uint64_t>();
   ck.metadata = r.value_map<std::string>(8, "metadata", [&] { return r.str("metadata value"); });
   const uint64_t n_model = r.count(12, "model entry");
+  std::set<std::string> model_keys;  // a scan per entry made many-entry files quadratic
   for (uint64_t i = 0; i < n_model; ++i) {
     auto e = r.entry();
-    for (const auto& [k, t] : ck.model)
-      if (k == e.first) r.fail("model key '" + e.first + "' appears twice");
+    if (!model_keys.insert(e.first).second) r.fail("model key '" + e.first + "' appears twice");
     ck.model.push_back(std::move(e));
   }
   const uint64_t n_states = r.count(8 + 24, "state");

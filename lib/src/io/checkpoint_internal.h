@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/shape.h"
 #include "tapegrad/checkpoint.h"
 
 namespace tg {
@@ -25,14 +26,14 @@ inline bool host_is_little_endian() {
   return *reinterpret_cast<const unsigned char*>(&one) == 1;
 }
 
-/// Whether the product of a shape's nonzero dims stays within 2^62. A shape past that would
-/// overflow the row-major strides even when another dim is 0 (an empty tensor), so readers
-/// refuse it before making the tensor.
+/// Whether the product of a shape's nonzero dims stays within kMaxElements (2^60). A shape
+/// past that would overflow its byte count, or the row-major strides even when another dim
+/// is 0 (an empty tensor), so readers refuse it before making the tensor.
 inline bool shape_in_range(const Shape& shape) {
   uint64_t product = 1;
   for (int64_t d : shape) {
     if (d <= 0) continue;
-    if (product > (uint64_t(1) << 62) / uint64_t(d)) return false;
+    if (product > kMaxElements / uint64_t(d)) return false;
     product *= uint64_t(d);
   }
   return true;
@@ -40,9 +41,12 @@ inline bool shape_in_range(const Shape& shape) {
 
 /// The whole file; tg::IOError naming `path` if it cannot be opened or read.
 std::string read_file(const std::string& path);
-/// Writes path.tmp (same folder), fsyncs and closes it, renames it over `path` and fsyncs
-/// the folder. On any failure the temporary file is removed, `path` is left as it was, and
-/// tg::IOError is thrown.
+/// Writes a temporary file of this save's own in the same folder (PATH.tmp-<boot>-<pid>-<n>,
+/// created with O_EXCL), fsyncs and closes it, renames it over `path` and fsyncs the folder.
+/// On any failure the temporary file is removed, `path` is left as it was, and tg::IOError is
+/// thrown. A `path` that exists and is not a regular file (a FIFO, a device, a directory, a
+/// symbolic link) is refused, never replaced. Temporaries left by a process that died
+/// mid-save (same boot, process gone) are removed first.
 void write_file_atomic(const std::string& path, const std::string& bytes);
 
 // ---- loading a module's state ----------------------------------------------------------

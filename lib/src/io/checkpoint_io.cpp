@@ -1,11 +1,16 @@
 // Whole-file reads, atomic writes, and the validate-then-apply load of a module's state.
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -44,7 +49,14 @@ std::string read_file(const std::string& path) {
     throw IOError("'" + path + "' is " + (dir ? "a directory" : "not a regular file") +
                   ", expected a file");
   }
-  std::string out(static_cast<size_t>(st.st_size), '\0');
+  std::string out;
+  try {
+    out.resize(static_cast<size_t>(st.st_size));
+  } catch (const std::exception&) {  // std::bad_alloc, std::length_error
+    ::close(fd);
+    throw MemoryError("cannot read '" + path + "': its " + std::to_string(st.st_size) +
+                      " bytes do not fit in memory");
+  }
   size_t done = 0;
   while (done < out.size()) {
     const ssize_t n = ::read(fd, &out[done], out.size() - done);
@@ -62,9 +74,72 @@ std::string read_file(const std::string& path) {
   return out;
 }
 
+namespace {
+
+/// The first 8 hex digits of this boot's id (/proc/sys/kernel/random/boot_id), or "0": a
+/// process id names a process only within one boot.
+const std::string& boot_tag() {
+  static const std::string tag = [] {
+    std::string id;
+    if (FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+      char buf[64] = {0};
+      if (std::fgets(buf, sizeof buf, f))
+        for (const char* c = buf; *c && id.size() < 8; ++c)
+          if (std::isxdigit(static_cast<unsigned char>(*c))) id += *c;
+      std::fclose(f);
+    }
+    return id.empty() ? std::string("0") : id;
+  }();
+  return tag;
+}
+
+std::string parent_dir(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string base_name(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+/// Removes PATH.tmp-<this boot>-<pid>-<n> files whose process is gone: what a save killed
+/// half-way left behind. Only our own names, only this boot's, never a live process's.
+void remove_stale_temporaries(const std::string& path) {
+  const std::string prefix = base_name(path) + ".tmp-" + boot_tag() + "-";
+  const std::string dir = parent_dir(path);
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
+    if (pid <= 0 || !end || *end != '-' || pid == static_cast<long>(::getpid())) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    ::unlink((dir + "/" + name).c_str());
+  }
+  ::closedir(d);
+}
+
+}  // namespace
+
 void write_file_atomic(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    const char* kind = S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                       : "not a regular file";
+    throw IOError("cannot save '" + path + "': it exists and is " + kind +
+                  "; only a regular file is ever replaced (save to the file a link points at)");
+  }
+  remove_stale_temporaries(path);
+  // A name of this save's own (O_EXCL): two processes saving to one path never share a
+  // temporary file, so every reader sees one complete file or the other, and the last rename wins.
+  static std::atomic<uint64_t> counter{0};
+  const std::string tmp = path + ".tmp-" + boot_tag() + "-" + std::to_string(::getpid()) + "-" +
+                          std::to_string(counter.fetch_add(1));
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0)
     throw IOError("cannot save '" + path + "': cannot create '" + tmp + "': " + errno_text());
   const int64_t fail_after = g_fail_after.exchange(-1);
