@@ -81,6 +81,35 @@ TEST(Module, ErrorsNameTheModulePath) {
   EXPECT_THROW(net->register_parameter("a.b", zeros({1})), ValueError);
 }
 
+// Regression: a module registered inside itself made parameters() recurse until the stack
+// overflowed. Cycles are refused when registering, and nothing is registered.
+TEST(Module, RegisteringAModuleInsideItselfIsRefused) {
+  auto seq = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(2, 2));
+  EXPECT_THROW(seq->push_back(seq), ValueError);
+  auto outer = std::make_shared<nn::ModuleList>();
+  auto inner = outer->push_back(std::make_shared<nn::ModuleList>());
+  try {
+    inner->push_back(outer);
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("inside itself"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(seq->size(), 1u);
+  EXPECT_EQ(inner->size(), 0u);
+  EXPECT_EQ(seq->parameters().size(), 2u);
+  // A module shared by two parents is not a cycle.
+  auto shared = std::make_shared<nn::Linear>(2, 2);
+  auto a = std::make_shared<nn::Sequential>(shared), b = std::make_shared<nn::Sequential>(shared, a);
+  EXPECT_EQ(b->size(), 2u);
+}
+
+// Deep nesting builds and traverses without recursion in the path bookkeeping.
+TEST(Module, DeeplyNestedSequentials) {
+  auto inner = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(1, 1));
+  for (int i = 0; i < 200; ++i) inner = std::make_shared<nn::Sequential>(inner);
+  EXPECT_EQ(inner->forward(ones({1, 1})).shape(), (Shape{1, 1}));
+}
+
 TEST(Linear, WorkedExampleFromOurNotes) {
   nn::Linear lin(3, 2);
   lin.weight.data().assign({0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f});

@@ -40,13 +40,32 @@ Tensor Module::register_buffer(const std::string& name, Tensor t) {
 void Module::add_child(const std::string& name, std::shared_ptr<Module> child) {
   check_name(name, "module");
   if (!child) throw ValueError(where() + ": submodule '" + name + "' is null");
+  // This module inside its own subtree would make every traversal endless (parameters()
+  // recursed until the stack overflowed).
+  std::vector<const Module*> stack{child.get()};
+  while (!stack.empty()) {
+    const Module* m = stack.back();
+    stack.pop_back();
+    if (m == this)
+      value_error("registering submodule '" + name + "' (" + child->type_name() +
+                  ") would put this module inside itself");
+    for (const auto& [n, c] : m->children_) stack.push_back(c.get());
+  }
   child->set_path(path_.empty() ? name : path_ + "." + name);
   children_.emplace_back(name, std::move(child));
 }
 
 void Module::set_path(const std::string& path) {
   path_ = path;
-  for (auto& [name, c] : children_) c->set_path(path_ + "." + name);
+  std::vector<Module*> stack{this};  // no recursion: nesting may be deep
+  while (!stack.empty()) {
+    Module* m = stack.back();
+    stack.pop_back();
+    for (auto& [name, c] : m->children_) {
+      c->path_ = m->path_ + "." + name;
+      stack.push_back(c.get());
+    }
+  }
 }
 
 namespace {
