@@ -4,14 +4,34 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 
+#include "io/checkpoint_internal.h"  // read_file: no hang on a FIFO, no endless /dev/zero
 #include "tapegrad/tapegrad.h"
 
 namespace {
+
+/// A name or value from the file as the terminal may print it: control characters (ESC
+/// among them, and the C1 controls U+0080–U+009F) become \xNN, so a hostile name cannot move
+/// the cursor or retitle the window. Other UTF-8 passes unchanged.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const bool c1 = c == 0xC2 && i + 1 < s.size() &&
+                    static_cast<unsigned char>(s[i + 1]) >= 0x80 && static_cast<unsigned char>(s[i + 1]) <= 0x9F;
+    if (c < 0x20 || c == 0x7F || c == '\\' || c1) {
+      const unsigned v = c1 ? static_cast<unsigned char>(s[++i]) : c;
+      char buf[8];
+      std::snprintf(buf, sizeof buf, c == '\\' ? "\\\\" : "\\x%02x", v);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
 
 uint64_t le(const std::string& s, size_t at, int bytes) {
   uint64_t v = 0;
@@ -35,13 +55,13 @@ template <class Entries>
 void entries(const Entries& list) {
   size_t name_w = 0, shape_w = 0;
   for (const auto& [name, t] : list) {
-    name_w = std::max(name_w, name.size());
+    name_w = std::max(name_w, printable(name).size());
     shape_w = std::max(shape_w, tg::to_string(t.shape()).size());
   }
   for (const auto& [name, t] : list) {
     char norm[32];
     std::snprintf(norm, sizeof norm, "%.6g", l2(t));
-    std::cout << "  " << pad(name, name_w) << "  " << pad(tg::to_string(t.shape()), shape_w)
+    std::cout << "  " << pad(printable(name), name_w) << "  " << pad(tg::to_string(t.shape()), shape_w)
               << "  norm " << norm << "\n";
   }
 }
@@ -51,7 +71,7 @@ void entries(const Entries& list) {
 void print_header(const std::string& bytes) {
   std::cout << "size:         " << bytes.size() << " bytes\n";
   if (bytes.size() < 32) return;
-  std::cout << "magic:        " << bytes.substr(0, 8) << "\n"
+  std::cout << "magic:        " << printable(bytes.substr(0, 8)) << "\n"
             << "version:      " << le(bytes, 8, 4) << "\n"
             << "flags:        " << hex(le(bytes, 12, 4), 8) << "\n"
             << "payload:      " << le(bytes, 16, 8) << " bytes\n";
@@ -71,15 +91,14 @@ void print_header(const std::string& bytes) {
 }
 
 int inspect(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    std::cerr << "tapegrad-inspect: cannot open '" << path << "'\n";
+  std::string bytes;
+  try {
+    bytes = tg::detail::read_file(path);  // refuses FIFOs, devices and directories
+  } catch (const tg::Error& e) {
+    std::cerr << "tapegrad-inspect: " << printable(e.what()) << "\n";
     return 1;
   }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string bytes = ss.str();
-  std::cout << "file:         " << path << "\n";
+  std::cout << "file:         " << printable(path) << "\n";
   try {
     if (bytes.compare(0, 4, "PK\x03\x04") == 0) {
       std::cout << "format:       npz (zip of .npy arrays)\n";
@@ -96,28 +115,29 @@ int inspect(const std::string& path) {
               << "rng:          " << hex(ck.rng[0], 16) << " " << hex(ck.rng[1], 16) << " "
               << hex(ck.rng[2], 16) << " " << hex(ck.rng[3], 16) << "\n"
               << "metadata:     " << ck.metadata.size() << "\n";
-    for (const auto& [k, v] : ck.metadata) std::cout << "  " << k << " = " << v << "\n";
+    for (const auto& [k, v] : ck.metadata) std::cout << "  " << printable(k) << " = " << printable(v) << "\n";
     int64_t params = 0;
     for (const auto& [n, t] : ck.model) params += t.numel();
     std::cout << "model:        " << ck.model.size() << " entries, " << params << " values\n";
     entries(ck.model);
     for (const auto& [name, s] : ck.states) {
-      std::cout << "state '" << name << "': " << s.tensors.size() << " tensors, "
+      std::cout << "state '" << printable(name) << "': " << s.tensors.size() << " tensors, "
                 << s.numbers.size() << " numbers, " << s.strings.size() << " strings\n";
       entries(s.tensors);
       for (const auto& [k, v] : s.numbers) {
         char buf[40];  // the shortest form that reads back exactly
         std::snprintf(buf, sizeof buf, "%.15g", v);
         if (std::strtod(buf, nullptr) != v) std::snprintf(buf, sizeof buf, "%.17g", v);
-        std::cout << "  " << k << " = " << buf << "\n";
+        std::cout << "  " << printable(k) << " = " << buf << "\n";
       }
-      for (const auto& [k, v] : s.strings) std::cout << "  " << k << " = \"" << v << "\"\n";
+      for (const auto& [k, v] : s.strings)
+        std::cout << "  " << printable(k) << " = \"" << printable(v) << "\"\n";
     }
     std::cout << "ok\n";
     return 0;
   } catch (const tg::Error& e) {
     std::cout << std::flush;
-    std::cerr << "tapegrad-inspect: " << e.what() << "\n";
+    std::cerr << "tapegrad-inspect: " << printable(e.what()) << "\n";
     return 1;
   }
 }
