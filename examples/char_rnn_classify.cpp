@@ -441,6 +441,7 @@ int train(const Config& cfg) {
       par.sync_gradients();  // --distributed: the mean over the ranks
       if (cfg.clip > 0) nn::utils::clip_grad_norm_(model->parameters(), cfg.clip);
       const double lr = opt.param_groups()[0].lr();
+      ex::check_loss(loss.item(), step + 1, lr);
       opt.step();
       sched.step();
       ++step;
@@ -543,7 +544,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch", cfg.batch, "words per batch (per rank with --distributed)")->capture_default_str()->check(CLI::Range(1, 100000));
   app.add_option("--clip", cfg.clip, "clip the gradient norm to this (0: off)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(ex::kFiniteNonNegative);
   ex::add_run_options(app, cfg.run, "directory with languages.txt and {train,val,test}.tsv");
   auto* resume = app.add_flag("--resume", cfg.resume, "continue the run saved in --checkpoint (same options)");
   auto* distributed = app.add_flag(
@@ -554,10 +555,10 @@ int main(int argc, char** argv) {
       ->excludes(resume)
       ->excludes(distributed);
   app.add_option("--limit", cfg.limit, "use only the first N words of each split (quick runs)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(ex::kFiniteNonNegative);
   app.add_option("--stop-after", cfg.stop_after,
                  "stop after N training steps and save the checkpoint, as if interrupted")
-      ->check(CLI::NonNegativeNumber);
+      ->check(ex::kFiniteNonNegative);
   app.add_option("--log-every", cfg.log_every, "steps per CSV row")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));

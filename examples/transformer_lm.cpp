@@ -512,9 +512,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
   app.add_option("--log-every", a.loop.log_every, "steps between CSV rows")->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->capture_default_str();
   app.add_option("--limit", a.limit, "use only the first N words of each split (0: all)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(ex::kFiniteNonNegative)->capture_default_str();
   ex::add_transformer_options(app, a.model.d_model, a.model.n_layers, a.model.n_heads, a.model.d_ff);
-  app.add_option("--dropout", a.model.dropout, "dropout rate")->check(CLI::Range(0.0, 0.9))->capture_default_str();
+  app.add_option("--dropout", a.model.dropout, "dropout rate")->check(ex::kFiniteNonNegative)->check(CLI::Range(0.0, 0.9))->capture_default_str();
   auto* resume = app.add_flag("--resume", a.resume,
                               "continue the run saved in --checkpoint (same --steps, --lr, --batch, --limit)");
   app.add_option("--stop-after", a.loop.stop_after, "stop after step N and save the checkpoint, as if interrupted")
@@ -524,7 +524,7 @@ int main(int argc, char** argv) {
   app.add_option("--sample", a.sample, "load --checkpoint, print N new words and exit")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000000}))->excludes(resume)->excludes(distributed);
   app.add_option("--lang", a.lang, "language of the sampled words (default: a random one for each)");
-  app.add_option("--temperature", a.temperature, "sampling temperature")->check(CLI::Range(0.05, 10.0))
+  app.add_option("--temperature", a.temperature, "sampling temperature")->check(ex::kFinitePositive)->check(CLI::Range(0.05, 10.0))
       ->capture_default_str();
   return ex::run_main(app, argc, argv, [&] {
     ex::apply_run_options(a.run);

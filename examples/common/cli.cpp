@@ -1,6 +1,8 @@
 #include "common/cli.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 
@@ -10,15 +12,67 @@
 
 namespace ex {
 
+const CLI::Validator kFinitePositive(
+    [](std::string& s) -> std::string {
+      char* end = nullptr;
+      const double v = std::strtod(s.c_str(), &end);
+      return end != s.c_str() && *end == 0 && std::isfinite(v) && v > 0 ? "" : "expected a finite number > 0, got '" + s + "'";
+    },
+    "POSITIVE");
+
+const CLI::Validator kFiniteNonNegative(
+    [](std::string& s) -> std::string {
+      char* end = nullptr;
+      const double v = std::strtod(s.c_str(), &end);
+      return end != s.c_str() && *end == 0 && std::isfinite(v) && v >= 0 ? "" : "expected a finite number >= 0, got '" + s + "'";
+    },
+    "NONNEGATIVE");
+
+namespace {
+const CLI::Validator kUnsigned(
+    [](std::string& s) -> std::string {
+      return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos
+                 ? ""
+                 : "expected a whole number >= 0, got '" + s + "'";
+    },
+    "UINT");
+
+/// Where a checkpoint can go: not a directory (nor a name ending in '/'), not a FIFO or a
+/// device, and not under something that is not a directory. Checked before any training.
+const CLI::Validator kCheckpointPath(
+    [](std::string& s) -> std::string {
+      namespace fs = std::filesystem;
+      if (s.empty()) return "the checkpoint path is empty";
+      if (s.back() == '/') return "'" + s + "' names a directory; give a file path inside it";
+      std::error_code ec;
+      const auto st = fs::status(s, ec);
+      if (fs::is_directory(st)) return "'" + s + "' is a directory; give a file path inside it";
+      if (fs::exists(st) && !fs::is_regular_file(st)) return "'" + s + "' exists and is not a regular file";
+      for (fs::path p = fs::path(s).parent_path(); !p.empty(); p = p.parent_path()) {
+        const auto ps = fs::status(p, ec);
+        if (fs::exists(ps)) {
+          if (!fs::is_directory(ps)) return "'" + p.string() + "' is not a directory";
+          break;
+        }
+        if (p == p.parent_path()) break;
+      }
+      return "";
+    },
+    "FILE");
+}  // namespace
+
 void add_run_options(CLI::App& app, RunOptions& o, const std::string& data_help) {
-  app.add_option("--lr", o.lr, "learning rate")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--seed", o.seed, "random seed (initial weights, shuffling)")->capture_default_str();
+  app.add_option("--lr", o.lr, "learning rate")->capture_default_str()->check(kFinitePositive);
+  app.add_option("--seed", o.seed, "random seed (initial weights, shuffling)")
+      ->capture_default_str()
+      ->check(kUnsigned);
   app.add_option("--threads", o.threads, "CPU threads for matrix products")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   app.add_option("--checkpoint", o.checkpoint,
                  "checkpoint file; the run's CSV and loss-curve PNG are written beside it")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kCheckpointPath);
   app.add_option("--device", o.device, "where matrix products run")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));

@@ -25,6 +25,10 @@ struct RunOptions {
   std::string data;          // the dataset directory (or file)
 };
 
+/// CLI11 checks that refuse NaN and infinities (CLI11's own PositiveNumber lets "nan" through).
+extern const CLI::Validator kFinitePositive;
+extern const CLI::Validator kFiniteNonNegative;
+
 /// Adds --lr, --seed, --threads, --checkpoint, --device and --data to `app`, with the
 /// defaults already in `options`. `data_help` says what --data points at.
 void add_run_options(CLI::App& app, RunOptions& options,

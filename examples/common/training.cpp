@@ -1,3 +1,4 @@
+#include <cmath>
 #include "common/training.h"
 
 #include <algorithm>
@@ -95,6 +96,14 @@ void init_gpt2_(tg::nn::Module& model) {
   }
 }
 
+void check_loss(double loss, int64_t step, double lr) {
+  if (std::isfinite(loss)) return;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "training diverged at step %lld: the loss is %s (lr %g); try a smaller --lr",
+                static_cast<long long>(step), std::isnan(loss) ? "nan" : "inf", lr);
+  throw tg::ValueError(buf);
+}
+
 bool StepLoop::run(int64_t& step) const {
   const StepOptions& o = options;
   while (step < o.steps) {
@@ -107,6 +116,7 @@ bool StepLoop::run(int64_t& step) const {
       if (sync_gradients) sync_gradients();
       tg::nn::utils::clip_grad_norm_(params, 1.0);
       log.lr = opt.param_groups()[0].lr();
+      check_loss(l.item(), step + 1, log.lr);
       opt.step();
       sched.step();
       ++step;

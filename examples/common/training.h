@@ -52,6 +52,10 @@ tg::Checkpoint snapshot(const tg::nn::Module& model,
 /// (--steps and --lr), else tg::ValueError saying what differs.
 void check_same_schedule(const tg::Checkpoint& ck, const std::string& path, int64_t steps, double lr);
 
+/// tg::ValueError("training diverged at step N: the loss is nan ...") unless `loss` is finite:
+/// a run that blew up says so where it did, not later as a mismatch somewhere else.
+void check_loss(double loss, int64_t step, double lr);
+
 /// The metadata an example wrote into its checkpoint. The constructor checks that "example"
 /// is `example`; at() names the file and the key it misses. Both throw tg::CheckpointError.
 class ExampleMetadata {

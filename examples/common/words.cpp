@@ -91,6 +91,13 @@ std::ifstream open_or_throw(const std::string& path) {
   return in;
 }
 
+/// One line without its end: a CRLF file's '\r' is part of the line end, not of the word.
+bool read_line(std::istream& in, std::string& line) {
+  if (!std::getline(in, line)) return false;
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return true;
+}
+
 std::string join(const std::string& dir, const std::string& name) {
   return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
 }
@@ -101,7 +108,7 @@ LabeledWords read_split(const std::string& path, const std::vector<std::string>&
   LabeledWords split;
   std::string line;
   int64_t line_no = 0;
-  while (std::getline(in, line)) {
+  while (read_line(in, line)) {
     ++line_no;
     if (limit > 0 && split.size() >= limit) break;
     const std::string where = path + ":" + std::to_string(line_no);
@@ -128,8 +135,12 @@ WordsData load_words(const std::string& dir, int64_t limit) {
     const std::string path = join(dir, "languages.txt");
     std::ifstream in = open_or_throw(path);
     std::string line;
-    while (std::getline(in, line))
-      if (!line.empty()) d.languages.push_back(line);
+    while (read_line(in, line)) {
+      if (line.empty()) continue;
+      if (std::find(d.languages.begin(), d.languages.end(), line) != d.languages.end())
+        throw tg::ValueError(path + ": language '" + line + "' is listed twice");
+      d.languages.push_back(line);
+    }
     if (d.languages.size() < 2)
       throw tg::ValueError(path + ": expected at least 2 languages, got " +
                            std::to_string(d.languages.size()));

@@ -42,6 +42,18 @@ example_test(char_rnn.bad_option char_rnn_classify nonzero "The following argume
   ARGS --no-such-option)
 example_test(char_rnn.bad_number char_rnn_classify nonzero "--epochs: Value abc not in range 1 to 100000"
   ARGS --epochs abc)
+# Regressions: each of these was accepted, or failed only after training.
+example_test(char_rnn.bad_clip_nan char_rnn_classify nonzero "--clip: expected a finite number >= 0, got 'nan'"
+  ARGS --clip nan)
+example_test(char_rnn.bad_seed char_rnn_classify nonzero "--seed: expected a whole number >= 0, got '-1'"
+  ARGS --seed -1)
+example_test(char_rnn.checkpoint_is_a_dir char_rnn_classify nonzero "--checkpoint: '/tmp' is a directory"
+  ARGS --checkpoint /tmp)
+example_test(char_rnn.checkpoint_ends_in_slash char_rnn_classify nonzero "--checkpoint: 'ck/' names a directory"
+  ARGS --checkpoint ck/)
+example_test(char_rnn.diverges char_rnn_classify nonzero
+  "char_rnn_classify: error: training diverged at step [0-9]+: the loss is (nan|inf)"
+  ARGS --lr 1e308 --epochs 1 --limit 200 --hidden 8 --batch 16 --checkpoint ck/div.ckpt)
 example_test(char_rnn.missing_data char_rnn_classify nonzero
   "char_rnn_classify: error: cannot open /nonexistent/words/languages.txt: No such file or directory"
   ARGS --data /nonexistent/words)

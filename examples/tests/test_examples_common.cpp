@@ -126,6 +126,27 @@ TEST(Words, MissingFilesAndBadRowsGiveMessages) {
   EXPECT_EQ(d.test.words[0], U"garten");
 }
 
+// Regressions: a CRLF file's '\r' used to become a vocabulary character, and a language
+// listed twice made two classes of it.
+TEST(Words, CrLfLinesAndDuplicateLanguages) {
+  const std::string dir = temp_dir("words_crlf");
+  write(dir + "/languages.txt", "en\r\nde\r\n");
+  write(dir + "/train.tsv", "en\thouse\r\nde\thaus\r\n");
+  write(dir + "/val.tsv", "en\thome\r\n");
+  write(dir + "/test.tsv", "de\tgarten\r\n");
+  const ex::WordsData d = ex::load_words(dir);
+  EXPECT_EQ(d.languages, (std::vector<std::string>{"en", "de"}));
+  EXPECT_EQ(d.train.words[0], U"house");
+  EXPECT_EQ(d.test.words[0], U"garten");
+  write(dir + "/languages.txt", "en\nde\nen\n");
+  try {
+    ex::load_words(dir);
+    FAIL();
+  } catch (const tg::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("language 'en' is listed twice"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Points, ReadsAHeaderCommasBlanksAndCrLf) {
   const std::string path = temp_dir("points") + "/p.csv";
   write(path, "x,y,label\r\n0.5,-1,1\r\n\n  \n-2 3.25 0\n1e-3,4,1\n7,8,0");
