@@ -248,3 +248,37 @@ TEST(ExceptionSafety, CustomOpGradcheck) {
   NoGradGuard ng;
   EXPECT_FALSE(cube(x).requires_grad());
 }
+
+// The exact guarantee (README, "Exceptions"): a forward that throws after a Dropout has run
+// leaves the parameters, the optimizer state, grad mode and the module scope untouched; the
+// generator has advanced by what ran (the dropout's draws), no more and no less.
+TEST(ExceptionSafety, TheGuaranteeAfterAThrowPastADropout) {
+  manual_seed(11);
+  nn::Linear lin(4, 4);
+  nn::Dropout drop(0.5f);
+  optim::Adam opt(lin.parameters(), optim::AdamOptions(1e-2));
+  sum(lin.forward(ones({2, 4}))).backward();
+  opt.step();  // the optimizer has state now
+  const std::vector<float> w = lin.weight.to_vector();
+  const StateDict before = opt.state_dict();
+  const Generator::State g0 = default_generator().state();
+  DetectAnomalyGuard anomaly;  // scopes are recorded only while detection is on
+  try {
+    auto scope = lin.scope();
+    const Tensor h = drop.forward(ones({2, 4}));  // 8 draws
+    (void)lin.forward(ones({2, 5}));               // wrong last dim: throws
+    FAIL() << "no error";
+  } catch (const ShapeError&) {
+  }
+  EXPECT_EQ(lin.weight.to_vector(), w);
+  const StateDict after = opt.state_dict();
+  EXPECT_EQ(after.numbers, before.numbers);
+  for (const auto& [k, t] : before.tensors) EXPECT_EQ(after.tensors.at(k).to_vector(), t.to_vector()) << k;
+  EXPECT_TRUE(is_grad_enabled());
+  EXPECT_EQ(current_module(), "");
+  Generator expected(0);
+  expected.set_state(g0);
+  std::vector<float> eight(8);
+  expected.fill_uniform(eight.data(), 8);  // what the dropout drew
+  EXPECT_EQ(default_generator().state(), expected.state());
+}
