@@ -229,3 +229,28 @@ TEST(Npz, LoadsWeightsTrainedInPyTorch) {
   ASSERT_EQ(y.shape(), io[1].second.shape());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
 }
+
+// Regression: a zip whose central directory lists the same stored member twice (every CRC
+// valid) made read_npz build one array per listing: a 1.5 MB file allocated 2.4 GB. Members
+// that share bytes are refused, as numpy refuses them ("Overlapped entries").
+TEST(Npz, RefusesMembersThatShareBytes) {
+  const auto path = tmp_path("one.npz");
+  write_npz(path, {{"a", ones({64})}});
+  const std::string one = read_file(path);
+  const size_t eocd = one.size() - 22;
+  const uint64_t cd_size = get_le(one, eocd + 12, 4), cd_offset = get_le(one, eocd + 16, 4);
+  const std::string central = one.substr(cd_offset, cd_size);
+  std::string twice = one.substr(0, cd_offset) + central + central + one.substr(eocd);
+  const size_t e2 = twice.size() - 22;
+  test_util::set_le(twice, e2 + 8, 2, 2);  // entries on this disk
+  test_util::set_le(twice, e2 + 10, 2, 2);  // entries in all
+  test_util::set_le(twice, e2 + 12, 2 * cd_size, 4);
+  const auto bad = tmp_path("twice.npz");
+  write_file(bad, twice);
+  try {
+    read_npz(bad);
+    FAIL() << "no error";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("overlap"), std::string::npos) << e.what();
+  }
+}
