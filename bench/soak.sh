@@ -160,7 +160,7 @@ while true; do
   lost_total=$(( lost_total + lost ))
   (( lost > lost_max )) && lost_max=$lost
   lost_list+="$lost "
-  leftovers=$(ls "$soak_dir" | grep -c '\.tmp$' || true)
+  leftovers=$(ls "$soak_dir" | grep -c '\.tmp-' || true)
   say "soak: kill $killed at $(( $(date +%s) - start ))s: $done_steps steps done, checkpoint at step $saved, $lost lost; .tmp files left: $leftovers"
 done
 end=$(date +%s)

@@ -106,7 +106,7 @@ TEST(Module, RegisteringAModuleInsideItselfIsRefused) {
 // Deep nesting builds and traverses without recursion in the path bookkeeping.
 TEST(Module, DeeplyNestedSequentials) {
   auto inner = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(1, 1));
-  for (int i = 0; i < 200; ++i) inner = std::make_shared<nn::Sequential>(inner);
+  for (int i = 0; i < 10000; ++i) inner = std::make_shared<nn::Sequential>(inner);
   EXPECT_EQ(inner->forward(ones({1, 1})).shape(), (Shape{1, 1}));
 }
 

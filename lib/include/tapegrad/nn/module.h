@@ -27,7 +27,7 @@ namespace nn {
 class Module : public std::enable_shared_from_this<Module> {
  public:
   explicit Module(std::string type_name = "Module");
-  virtual ~Module() = default;
+  virtual ~Module();
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
@@ -69,8 +69,10 @@ class Module : public std::enable_shared_from_this<Module> {
 
   /// "Linear"
   const std::string& type_name() const { return type_name_; }
-  /// The dotted path from the root module ("" for the root): "blocks.1.attn.q_proj".
-  const std::string& path() const { return path_; }
+  /// The dotted path from the root module ("" for the root): "blocks.1.attn.q_proj". Built
+  /// from the chain of parents when asked (a module registered in two places takes the
+  /// path of the last registration).
+  std::string path() const;
   /// Where errors happen: "blocks.1.attn.q_proj (Linear 64→64)".
   std::string where() const;
   /// Names this module in anomaly reports while it lives (tg::ModuleScope of where(), built
@@ -95,12 +97,13 @@ class Module : public std::enable_shared_from_this<Module> {
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> child);
-  void set_path(const std::string& path);
+
   void check_name(const std::string& name, const char* kind) const;
   void repr_into(std::string& out, int indent) const;
 
   std::string type_name_;
-  std::string path_;
+  Module* parent_ = nullptr;  // the last module it was registered in (cleared if that dies)
+  std::string name_;          // its name there
   bool training_ = true;
   std::vector<std::pair<std::string, Tensor>> params_;
   std::vector<std::pair<std::string, Tensor>> buffers_;
