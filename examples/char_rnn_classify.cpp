@@ -387,6 +387,12 @@ int train(const Config& cfg) {
   int64_t step = 0;
   if (cfg.resume) {
     const tg::Checkpoint ck = par.load(cfg.run.checkpoint);
+    const auto written_by = ck.metadata.find("example");  // first: another example's file
+    if (written_by == ck.metadata.end() || written_by->second != "char_rnn_classify")
+      throw tg::CheckpointError("--resume: " + cfg.run.checkpoint + " was written by " +
+                                (written_by == ck.metadata.end() ? std::string("no example (it has no 'example' metadata)")
+                                                                 : "'" + written_by->second + "'") +
+                                ", not by char_rnn_classify");
     for (const auto& [key, value] : metadata) {
       const auto it = ck.metadata.find(key);
       if (it == ck.metadata.end() || it->second != value)

@@ -119,7 +119,11 @@ LabeledWords read_split(const std::string& path, const std::vector<std::string>&
     const auto it = std::find(languages.begin(), languages.end(), lang);
     if (it == languages.end())
       throw tg::ValueError(where + ": language '" + lang + "' is not in languages.txt");
-    split.words.push_back(utf8_decode(line.substr(tab + 1), where));
+    std::u32string word = utf8_decode(line.substr(tab + 1), where);
+    if (word.size() > kMaxWordLength)  // a 1 MB "word" took 36 s and 5.4 GB before this
+      throw tg::ValueError(where + ": a word of " + std::to_string(word.size()) +
+                           " characters; words may have at most " + std::to_string(kMaxWordLength));
+    split.words.push_back(std::move(word));
     split.labels.push_back(it - languages.begin());
   }
   if (in.bad()) throw tg::IOError("cannot read " + path + ": " + std::strerror(errno));

@@ -26,6 +26,9 @@ struct LabeledWords {
   int64_t size() const { return static_cast<int64_t>(words.size()); }
 };
 
+/// The longest word a words file may hold (the shipped lists' longest has 18 characters).
+constexpr size_t kMaxWordLength = 64;
+
 struct WordsData {
   std::vector<std::string> languages;  // "en", "de", ... in languages.txt order
   LabeledWords train, val, test;

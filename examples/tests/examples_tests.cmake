@@ -54,6 +54,9 @@ example_test(char_rnn.checkpoint_ends_in_slash char_rnn_classify nonzero "--chec
 example_test(char_rnn.diverges char_rnn_classify nonzero
   "char_rnn_classify: error: training diverged at step [0-9]+: the loss is (nan|inf)"
   ARGS --lr 1e308 --epochs 1 --limit 200 --hidden 8 --batch 16 --checkpoint ck/div.ckpt)
+example_test(char_rnn.resume_other_example char_rnn_classify nonzero
+  "--resume: .*/v1.ckpt was written by no example"
+  ARGS --resume --checkpoint ${PROJECT_SOURCE_DIR}/tests/fixtures/checkpoint/v1.ckpt --limit 50)
 example_test(char_rnn.missing_data char_rnn_classify nonzero
   "char_rnn_classify: error: cannot open /nonexistent/words/languages.txt: No such file or directory"
   ARGS --data /nonexistent/words)

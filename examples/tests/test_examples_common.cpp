@@ -138,6 +138,14 @@ TEST(Words, CrLfLinesAndDuplicateLanguages) {
   EXPECT_EQ(d.languages, (std::vector<std::string>{"en", "de"}));
   EXPECT_EQ(d.train.words[0], U"house");
   EXPECT_EQ(d.test.words[0], U"garten");
+  write(dir + "/test.tsv", "de\t" + std::string(100000, 'a') + "\n");  // was 36 s and 5.4 GB
+  try {
+    ex::load_words(dir);
+    FAIL();
+  } catch (const tg::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("test.tsv:1: a word of 100000 characters"), std::string::npos) << e.what();
+  }
+  write(dir + "/test.tsv", "de\tgarten\r\n");
   write(dir + "/languages.txt", "en\nde\nen\n");
   try {
     ex::load_words(dir);
