@@ -83,6 +83,46 @@ int main(int argc, char** argv) {
   for (const char* f : {"numpy_savez.npz", "numpy_compressed.npz", "torch_mlp_io.npz"})
     put(npz, std::string("seed-") + f, slurp(src / "tests/fixtures/checkpoint" / f));
 
+  // ---- inspect: whole files, as tapegrad-inspect reads them: checkpoints and npz archives,
+  // a sound and a damaged one each, a checkpoint whose names hold control characters, and an
+  // npz that lists one member twice (the overlap case) ------------------------------------------
+  const fs::path inspect = out / "inspect";
+  const std::string tmp_i = fuzz::scratch_path("seed-inspect.ckpt");
+  full.save(tmp_i);
+  put(inspect, "seed-checkpoint", slurp(tmp_i));
+  for (const char* f : {"v1.ckpt", "v1_bad_crc.ckpt", "v1_truncated.ckpt", "numpy_savez.npz", "torch_mlp.npz"})
+    put(inspect, std::string("seed-") + f, slurp(src / "tests/fixtures/checkpoint" / f));
+  tg::Checkpoint odd;
+  odd.metadata["\x1b]0;title\x07"] = "\x1b[2J\xc2\x9b";
+  odd.states["s\x1b[31m"].strings["k"] = "\r\n";
+  odd.save(tmp_i);
+  put(inspect, "seed-escapes", slurp(tmp_i));
+  fs::remove(tmp_i);
+  {
+    const std::string tmp_z = fuzz::scratch_path("seed-inspect.npz");
+    tg::write_npz(tmp_z, {{"a", tg::ones({8})}});
+    const std::string one = slurp(tmp_z);
+    fs::remove(tmp_z);
+    auto le = [&](size_t at, int n) {
+      uint64_t v = 0;
+      for (int i = 0; i < n; ++i) v |= uint64_t(static_cast<unsigned char>(one[at + i])) << (8 * i);
+      return v;
+    };
+    const size_t eocd = one.size() - 22;
+    const uint64_t cd_size = le(eocd + 12, 4), cd_offset = le(eocd + 16, 4);
+    const std::string central = one.substr(cd_offset, cd_size);
+    std::string twice = one.substr(0, cd_offset) + central + central + one.substr(eocd);
+    auto set = [&](size_t at, uint64_t v, int n) {
+      for (int i = 0; i < n; ++i) twice[at + i] = static_cast<char>((v >> (8 * i)) & 0xFF);
+    };
+    const size_t e2 = twice.size() - 22;
+    set(e2 + 8, 2, 2);
+    set(e2 + 10, 2, 2);
+    set(e2 + 12, 2 * cd_size, 4);
+    put(inspect, "seed-npz-overlap", twice);
+    put(npz, "seed-overlap", twice);
+  }
+
   // ---- words: the first rows of the shipped dataset, and a few odd ones --------------------
   const fs::path words = out / "words", ds = src / "datasets/words";
   const std::string sep = "\n===\n";

@@ -20,7 +20,7 @@ cxx=${CXX_FUZZ:-clang++-14}
 
 command -v "$cxx" >/dev/null || { echo "run_fuzzers: $cxx not found (scripts/install-deps.sh --fuzz)"; exit 2; }
 cmake -S "$root/fuzz" -B "$build" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
-cmake --build "$build" -j"${JOBS:-2}" --target fuzz_checkpoint fuzz_npz fuzz_words fuzz_points make_fuzz_seeds
+cmake --build "$build" -j"${JOBS:-2}" --target fuzz_checkpoint fuzz_npz fuzz_words fuzz_points fuzz_inspect make_fuzz_seeds
 
 if [[ "${1:-}" == "--seeds" ]]; then
   "$build/make_fuzz_seeds" "$root" "$root/fuzz/corpus"
@@ -30,7 +30,7 @@ fi
 seconds=${1:-60}
 shift || true
 targets=("$@")
-(( ${#targets[@]} )) || targets=(checkpoint npz words points)
+(( ${#targets[@]} )) || targets=(checkpoint npz words points inspect)
 
 : >"$build/summary.txt"
 status=0

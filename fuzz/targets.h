@@ -23,6 +23,7 @@
 #include "tapegrad/npz.h"
 #include "tapegrad/tapegrad.h"
 
+#include "inspect.h"        // tools: what tapegrad-inspect does with a file
 #include "common/points.h"  // examples/common: the points CSV loader (linear_basics --data)
 #include "common/words.h"   // examples/common: the words-by-language TSV loader
 
@@ -269,6 +270,19 @@ inline int points_target(const uint8_t* data, size_t size) {
       }
   } catch (const tg::Error&) {
   }
+  return 0;
+}
+
+/// tapegrad-inspect on the bytes as a file: a checkpoint or an npz, damaged or not. It prints
+/// (into a sink here) and returns 0 or 1; nothing else may happen.
+inline int inspect_target(const uint8_t* data, size_t size) {
+  static const std::string path = scratch_path("inspect.bin");
+  write_bytes(path, data, size);
+  struct Sink : std::streambuf {
+    int overflow(int c) override { return c; }
+  } sink;
+  std::ostream out(&sink);
+  (void)tg_inspect::inspect(path, out, out);
   return 0;
 }
 

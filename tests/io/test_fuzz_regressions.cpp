@@ -49,3 +49,4 @@ TEST(FuzzRegressions, Checkpoint) { replay("checkpoint", fuzz::checkpoint_target
 TEST(FuzzRegressions, Npz) { replay("npz", fuzz::npz_target); }
 TEST(FuzzRegressions, Words) { replay("words", fuzz::words_target); }
 TEST(FuzzRegressions, Points) { replay("points", fuzz::points_target); }
+TEST(FuzzRegressions, Inspect) { replay("inspect", fuzz::inspect_target); }
