@@ -44,3 +44,15 @@ TEST(Memory, ValuesOfAReusedBufferAreWhatTheOpWrote) {
     for (float v : z.to_vector()) ASSERT_EQ(v, 0.0f);
   }
 }
+
+// A request that cannot be met is a tg::MemoryError, and leaves the counters as they were.
+TEST(Memory, OutOfMemoryIsAnErrorAndCountsNothing) {
+  const int64_t before = memory_stats().live_bytes;
+  try {
+    (void)zeros({int64_t(1) << 50});  // 4 PiB
+    FAIL() << "no error";
+  } catch (const MemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("4503599627370496 bytes"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(memory_stats().live_bytes, before);
+}

@@ -169,6 +169,8 @@ TEST(BadInput, TensorsAndFactories) {
       // Regression: running out of memory escaped as std::bad_alloc; now a tg::Error.
       err<MemoryError>("Linear: out of memory", {"out of memory", "bytes"},
                        [] { nn::Linear(int64_t(1) << 30, int64_t(1) << 30); }),
+      err<MemoryError>("arange: out of memory", {"out of memory", "bytes", "tapegrad holds"},
+                       [] { arange(0.0f, 1e12f, 1.0f); }),
       // Found by fuzzing (checkpoint dims): empty, but the other dims' product overflows the strides.
       err<ShapeError>("zeros: empty with huge dims", {"zeros", "too many elements"},
                       [] { zeros({0, int64_t(1) << 40, int64_t(1) << 40}); }),

@@ -85,6 +85,7 @@ Cache& cache() {
   return *c;
 }
 
+/// Called once the request is no longer counted as live.
 [[noreturn]] void out_of_memory(size_t bytes) {
   const int64_t live = g_live.load(std::memory_order_relaxed);
   throw MemoryError("out of memory: cannot allocate a tensor buffer of " + std::to_string(bytes) +
@@ -104,15 +105,15 @@ void count_alloc(size_t bytes) {
 /// elements until its data is aligned, so the rounding of a sum can depend on the address,
 /// and the same computation must give the same bits in every run. malloc's block, with the
 /// offset to its start kept just before the aligned address.
+/// Null when memory runs out.
 void* raw_alloc(size_t bytes) {
 #ifdef TG_EXACT_BUFFERS
   void* exact = nullptr;
-  if (posix_memalign(&exact, kAlign, bytes) != 0) out_of_memory(bytes);
-  return exact;
+  return posix_memalign(&exact, kAlign, bytes) == 0 ? exact : nullptr;
 #endif
-  if (bytes > size_t(-1) - kAlign) out_of_memory(bytes);
+  if (bytes > size_t(-1) - kAlign) return nullptr;
   void* base = std::malloc(bytes + kAlign);
-  if (!base) out_of_memory(bytes);
+  if (!base) return nullptr;
   const uintptr_t aligned = (reinterpret_cast<uintptr_t>(base) + kAlign) & ~uintptr_t(kAlign - 1);
   reinterpret_cast<void**>(aligned)[-1] = base;
   return reinterpret_cast<void*>(aligned);
@@ -132,27 +133,30 @@ void* buffer_allocate(size_t bytes) {
   if (bytes == 0) bytes = 1;
   count_alloc(bytes);
   Cache& c = cache();
-  const bool cached = bytes >= kMinCached && c.enabled;
-  try {
-    if (!cached) return raw_alloc(bytes);
+  void* p = nullptr;
+  if (bytes < kMinCached || !c.enabled) {
+    p = raw_alloc(bytes);
+  } else {
     g_allocations.fetch_add(1, std::memory_order_relaxed);
     const size_t k = class_index(bytes);
     {
       std::lock_guard<std::mutex> lock(c.mutex);
       auto& list = c.lists[k];
       if (!list.empty()) {
-        void* p = list.back();
+        p = list.back();
         list.pop_back();
         c.cached -= static_cast<int64_t>(class_bytes(bytes));
         g_hits.fetch_add(1, std::memory_order_relaxed);
         return p;
       }
     }
-    return raw_alloc(class_bytes(bytes));
-  } catch (...) {
-    g_live.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
-    throw;
+    p = raw_alloc(class_bytes(bytes));
   }
+  if (!p) {
+    g_live.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+    out_of_memory(bytes);
+  }
+  return p;
 }
 
 void buffer_free(void* p, size_t bytes) noexcept {
