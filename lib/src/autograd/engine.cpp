@@ -123,13 +123,14 @@ Node::~Node() {
   pending = nullptr;
 }
 
-namespace {
 bool any_requires_grad(const Tensor* inputs, size_t n) {
   if (!grad_enabled) return false;
   for (size_t i = 0; i < n; ++i)
     if (inputs[i].defined() && inputs[i].impl()->requires_grad) return true;
   return false;
 }
+
+namespace {
 
 std::shared_ptr<Node> make_node(const char* name, const Tensor* inputs, size_t n,
                                 const Array::shape_type& shape,

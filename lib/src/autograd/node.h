@@ -11,6 +11,8 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/storage.h"
@@ -115,10 +117,29 @@ void record_inplace(const char* name, const Tensor& self, const std::vector<Tens
 void check_inplace(const Tensor& self, const char* op);
 /// True if recording `inputs` would create a node (lets ops skip saving work).
 bool any_requires_grad(const std::vector<Tensor>& inputs);
+bool any_requires_grad(const Tensor* inputs, size_t n);
 /// The same for a few tensors, without building a vector: will an op on them be recorded?
 template <class... T>
 bool will_record(const T&... ts) {
   return is_grad_enabled() && (... || (ts.defined() && ts.impl()->requires_grad));
+}
+
+/// The overloads every op calls: a closure of the op's own type, made into a BackwardFn (a
+/// heap allocation) only when a node will hold it, so that ops in no-grad mode pay nothing
+/// for their backward.
+template <class V, class F,
+          class = std::enable_if_t<!std::is_same<std::decay_t<F>, BackwardFn>::value>>
+Tensor record(const char* name, V&& value, std::initializer_list<Tensor> inputs, F&& fn) {
+  if (!any_requires_grad(inputs.begin(), inputs.size()))
+    return record(name, std::forward<V>(value), inputs, BackwardFn());
+  return record(name, std::forward<V>(value), inputs, BackwardFn(std::forward<F>(fn)));
+}
+template <class V, class F,
+          class = std::enable_if_t<!std::is_same<std::decay_t<F>, BackwardFn>::value>>
+Tensor record(const char* name, V&& value, const std::vector<Tensor>& inputs, F&& fn) {
+  if (!any_requires_grad(inputs.data(), inputs.size()))
+    return record(name, std::forward<V>(value), inputs, BackwardFn());
+  return record(name, std::forward<V>(value), inputs, BackwardFn(std::forward<F>(fn)));
 }
 
 /// Replays the tape from `root` (Tensor::backward).
