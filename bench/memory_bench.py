@@ -88,7 +88,7 @@ def gpt(V, T, C, heads, layers, d_ff, B):
     ids = torch.tensor([(i * 7 + 3) % V for i in range(B * T)]).view(B, T)
     targets = torch.tensor([(i * 11 + 5) % V for i in range(B * T)])
 
-    def step(marks):
+    def step():
         opt.zero_grad(set_to_none=False)  # in place, as tapegrad's workloads do
         loss = F.cross_entropy(model(ids).view(B * T, V), targets)
         with torch.profiler.record_function("after_forward"):
@@ -97,14 +97,14 @@ def gpt(V, T, C, heads, layers, d_ff, B):
         opt.step()
         return loss
 
-    step([])  # warm-up: gradients and AdamW's state now exist
+    step()  # warm-up: gradients and AdamW's state now exist
     state = [t for s in opt.state.values() for t in s.values() if torch.is_tensor(t)]
     params = list(model.parameters())
     before = nbytes(params + [p.grad for p in params] + state + list(model.buffers()) + [ids, targets])
     timelines = []
     for _ in range(REPS):
         with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-            loss = step([])
+            loss = step()
         timelines.append(Timeline(prof))
         del loss
     return before, timelines, None

@@ -14,7 +14,6 @@
 
 #include <xtensor/xmath.hpp>
 #include <xtensor/xnoalias.hpp>
-#include <xtensor/xstrided_view.hpp>
 
 #include "autograd/anomaly.h"
 #include "autograd/node.h"
@@ -159,10 +158,6 @@ Tensor record_impl(const char* name, std::shared_ptr<Storage> value, const Tenso
   return Tensor(std::move(impl));
 }
 }  // namespace
-
-bool any_requires_grad(const std::vector<Tensor>& inputs) {
-  return any_requires_grad(inputs.data(), inputs.size());
-}
 
 Tensor record(const char* name, std::shared_ptr<Storage> value, const std::vector<Tensor>& inputs,
               BackwardFn fn) {

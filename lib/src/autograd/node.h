@@ -116,7 +116,6 @@ void record_inplace(const char* name, const Tensor& self, const std::vector<Tens
 /// Throws tg::AutogradError if `self` is a leaf that requires grad and grad mode is on.
 void check_inplace(const Tensor& self, const char* op);
 /// True if recording `inputs` would create a node (lets ops skip saving work).
-bool any_requires_grad(const std::vector<Tensor>& inputs);
 bool any_requires_grad(const Tensor* inputs, size_t n);
 /// The same for a few tensors, without building a vector: will an op on them be recorded?
 template <class... T>

@@ -18,20 +18,24 @@ int64_t numel_of(const Shape& s) {
   return n;
 }
 
-void check_shape(const Shape& shape, const char* what) {
-  // The product of the nonzero dims: past 2^60 elements the byte count of a float32 buffer
-  // (and, past 2^62, xtensor's strides) would overflow ptrdiff_t.
+bool within_max_elements(const Shape& shape) {
   uint64_t product = 1;
   for (auto d : shape) {
-    if (d < 0)
-      throw ShapeError(std::string(what) + ": negative dimension in shape " + to_string(shape));
-    if (d == 0) continue;
-    if (product > kMaxElements / uint64_t(d))
-      throw ShapeError(std::string(what) + ": shape " + to_string(shape) +
-                       " has too many elements (more than 2^60, whose bytes would not fit in a "
-                       "ptrdiff_t)");
+    if (d <= 0) continue;
+    if (product > kMaxElements / uint64_t(d)) return false;
     product *= uint64_t(d);
   }
+  return true;
+}
+
+void check_shape(const Shape& shape, const char* what) {
+  for (auto d : shape)
+    if (d < 0)
+      throw ShapeError(std::string(what) + ": negative dimension in shape " + to_string(shape));
+  if (!within_max_elements(shape))
+    throw ShapeError(std::string(what) + ": shape " + to_string(shape) +
+                     " has too many elements (more than 2^60, whose bytes would not fit in a "
+                     "ptrdiff_t)");
 }
 
 size_t norm_axis(int64_t axis, size_t rank, const char* op) {

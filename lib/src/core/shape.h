@@ -17,8 +17,11 @@ std::vector<size_t> to_xshape(const Shape& s);
 int64_t numel_of(const Shape& s);
 /// The most elements a shape may have: its float32 bytes fit in a ptrdiff_t.
 constexpr uint64_t kMaxElements = uint64_t(1) << 60;
-/// Throws ShapeError naming `what` for a negative dim, or when the nonzero dims multiply past
-/// kMaxElements.
+/// Whether the product of the shape's nonzero dims stays within kMaxElements. Past it, the
+/// byte count would overflow, or the row-major strides even when another dim is 0.
+bool within_max_elements(const Shape& shape);
+/// Throws ShapeError naming `what` for a negative dim, or when the shape is not
+/// within_max_elements.
 void check_shape(const Shape& shape, const char* what);
 /// Maps a possibly negative axis into [0, rank); throws IndexError naming the op.
 size_t norm_axis(int64_t axis, size_t rank, const char* op);

@@ -125,7 +125,7 @@ class Reader {
       if (d < 0 || d > kMaxDim)
         fail("entry '" + name + "' has dimension " + std::to_string(d));
     }
-    if (!shape_in_range(shape))  // found by fuzzing: [0, 2^39, 2^39] overflowed the strides
+    if (!within_max_elements(shape))  // found by fuzzing: [0, 2^39, 2^39] overflowed the strides
       fail("entry '" + name + "' of shape " + to_string(shape) + " has too many elements");
     for (int64_t d : shape) {
       if (d == 0) { numel = 0; break; }

@@ -26,19 +26,6 @@ inline bool host_is_little_endian() {
   return *reinterpret_cast<const unsigned char*>(&one) == 1;
 }
 
-/// Whether the product of a shape's nonzero dims stays within kMaxElements (2^60). A shape
-/// past that would overflow its byte count, or the row-major strides even when another dim
-/// is 0 (an empty tensor), so readers refuse it before making the tensor.
-inline bool shape_in_range(const Shape& shape) {
-  uint64_t product = 1;
-  for (int64_t d : shape) {
-    if (d <= 0) continue;
-    if (product > kMaxElements / uint64_t(d)) return false;
-    product *= uint64_t(d);
-  }
-  return true;
-}
-
 /// The whole file; tg::IOError naming `path` if it cannot be opened or read.
 std::string read_file(const std::string& path);
 /// Writes a temporary file of this save's own in the same folder (PATH.tmp-<boot>-<pid>-<n>,

@@ -156,7 +156,7 @@ Tensor parse_npy(const char* p, size_t n, const std::string& where) {
   NpyHeader h(text, where);
   h.parse();
 
-  if (!detail::shape_in_range(h.shape)) fail("shape " + to_string(h.shape) + " has too many elements");
+  if (!detail::within_max_elements(h.shape)) fail("shape " + to_string(h.shape) + " has too many elements");
   const std::string& d = h.descr;
   if (d.size() != 3 || (d[0] != '<' && d[0] != '>') || d[1] != 'f' || (d[2] != '4' && d[2] != '8'))
     fail("dtype '" + d + "' is not supported (float32 or float64 only)");
