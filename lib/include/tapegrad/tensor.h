@@ -67,10 +67,29 @@ class Tensor {
   int64_t size(int64_t d) const;
   int64_t numel() const;
 
+  // ---- views ------------------------------------------------------------------------------
+  // A view (reshape, view, flatten, squeeze, unsqueeze, narrow, slice, select, transpose,
+  // permute, t, expand) shares its base's storage: a write through either is seen by the
+  // other, and they share one version counter. A tensor sees its storage through strides
+  // and an offset, in elements, as in PyTorch.
+
+  /// The step, in elements, between neighbours along each dim.
+  Shape strides() const;
+  /// Where element 0 sits in the storage, in elements.
+  int64_t storage_offset() const;
+  /// Whether the elements are one dense row-major block (what data() requires).
+  bool is_contiguous() const;
+  /// This tensor if it is contiguous, else a contiguous copy (recorded, so gradients flow).
+  Tensor contiguous() const;
+
   /// The values, mutable: w.data()(0, 1) = 0.5f sets one weight. Writes through these are
   /// raw: not recorded and not counted in version() (as PyTorch's .data); use the in-place
   /// ops below, or NoGradGuard + copy_, when a backward may still read the old values.
+  /// A flat row-major window, so a tensor that is not contiguous throws tg::ValueError
+  /// naming contiguous().
   DataView data() const;
+  /// Element 0 (raw, like data()). For a tensor that is not contiguous, element i0, i1, ...
+  /// is at data_ptr()[i0 * strides()[0] + i1 * strides()[1] + ...], as in PyTorch.
   float* data_ptr() const;
   std::vector<float> to_vector() const;
   /// The single value of a one-element tensor.
@@ -97,9 +116,9 @@ class Tensor {
   /// Saved values are freed afterwards unless retain_graph is true.
   void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
 
-  /// A new leaf sharing this tensor's values (and their version counter), cut from the tape.
+  /// A new leaf sharing this tensor's values, geometry and version counter, cut from the tape.
   Tensor detach() const;
-  /// A new leaf with a copy of the values.
+  /// A new leaf with a copy of the values (contiguous, whatever this tensor's strides).
   Tensor clone() const;
 
   // ---- in-place ops (ops/inplace.cpp) ---------------------------------------------------------

@@ -52,7 +52,8 @@ struct Census {
   bool has_inf() const { return pos_inf + neg_inf != 0; }
 };
 
-Census census(const Array& a) {
+template <class E>
+Census census(const E& a) {
   Census c;
   c.size = a.size();
   for (float v : a) {
@@ -90,7 +91,8 @@ std::string in_module(uint32_t id) {
 
 uint32_t current_module_id() { return module_stack.empty() ? 0 : module_stack.back(); }
 
-void check_forward(const char* name, const Array& out, const Tensor* inputs, size_t n) {
+void check_forward(const char* name, const Tensor& output, const Tensor* inputs, size_t n) {
+  const Array out = dense_copy(*output.impl());
   const Census c = census(out);
   if (c.finite()) return;
   bool inputs_finite = true;
@@ -101,9 +103,9 @@ void check_forward(const char* name, const Array& out, const Tensor* inputs, siz
       ins += "(none)";
       continue;
     }
-    const Census ic = census(val(inputs[i]));
+    const Census ic = census(dense_copy(*inputs[i].impl()));
     inputs_finite = inputs_finite && ic.finite();
-    ins += to_string(shape_of(val(inputs[i])));
+    ins += to_string(inputs[i].shape());
     if (!ic.finite()) ins += " holding " + describe(ic);
     if (!inputs[i].impl()->grad_fn) ins += " (leaf)";
   }
@@ -128,7 +130,7 @@ void check_gradient(const Node& node, size_t i, const Array& g, const Array& gra
     received = to_string(shape_of(grad_out)) + (gc.finite() ? ", finite" : ", holding " + describe(gc));
   }
   const Edge& in = node.next[i];
-  const auto& want = in.fn ? in.fn->shape : in.leaf->storage->data.shape();
+  const auto& want = in.fn ? in.fn->shape : in.leaf->shape;
   const Shape in_shape(want.begin(), want.end());
   throw AnomalyError("anomaly detected: the backward of op '" + std::string(node.name) + "'" +
                      in_module(node.module) + " produced " + describe(c) +

@@ -54,17 +54,17 @@ Edge edge_to(const Tensor& t) {
 
 bool BackwardContext::needs(size_t i) const { return node_.next.at(i).defined(); }
 
-const Array& BackwardContext::read(const Saved& s) const {
+const View& BackwardContext::read(const Saved& s) const {
   const uint32_t now = version_of(*s.storage_);
   if (now != s.version_)
     throw AutogradError(
         std::string("backward of op '") + node_.name +
         "': one of the variables needed for gradient computation has been modified by an "
-        "inplace operation: a tensor of shape " + to_string(shape_of(s.storage_->data)) +
+        "inplace operation: a tensor of shape " + to_string(shape_of(*s.view_)) +
         " is at version " + std::to_string(now) + "; expected version " +
         std::to_string(s.version_) + " (when '" + node_.name +
         "' saved it). Compute from a clone() instead, or write in place after backward()");
-  return s.storage_->data;
+  return *s.view_;
 }
 
 // Sums g down to input i's shape and adds it where it belongs: to the pending gradient of
@@ -74,7 +74,7 @@ void BackwardContext::give(size_t i, Array g) {
   const Edge& e = node_.next.at(i);
   if (!e.defined()) return;
   if (anomaly_on()) check_gradient(node_, i, g, grad_);
-  const auto& want = e.fn ? e.fn->shape : e.leaf->storage->data.shape();
+  const auto& want = e.fn ? e.fn->shape : e.leaf->shape;
   if (g.shape() != want) {
     const Shape target(want.begin(), want.end());
     if (!broadcasts_to(target, shape_of(g)))
@@ -148,14 +148,14 @@ std::shared_ptr<Node> make_node(const char* name, const Tensor* inputs, size_t n
 
 Tensor record_impl(const char* name, std::shared_ptr<Storage> value, const Tensor* inputs, size_t n,
                    BackwardFn fn) {
-  auto impl = new_impl();
-  impl->storage = std::move(value);
+  auto impl = impl_over(std::move(value));
   if (any_requires_grad(inputs, n)) {
-    impl->grad_fn = make_node(name, inputs, n, impl->storage->data.shape(), std::move(fn), impl);
+    impl->grad_fn = make_node(name, inputs, n, impl->shape, std::move(fn), impl);
     impl->requires_grad = true;
   }
-  if (anomaly_on()) check_forward(name, impl->storage->data, inputs, n);
-  return Tensor(std::move(impl));
+  Tensor out(std::move(impl));
+  if (anomaly_on()) check_forward(name, out, inputs, n);
+  return out;
 }
 }  // namespace
 
@@ -184,18 +184,18 @@ void check_inplace(const Tensor& self, const char* op) {
   const TensorImpl& s = *self.impl();
   if (grad_enabled && s.requires_grad && !s.grad_fn)
     throw AutogradError(std::string(op) + ": a leaf tensor that requires grad (shape " +
-                        to_string(shape_of(s.storage->data)) +
+                        to_string(self.shape()) +
                         ") is being used in an in-place operation; write it under "
                         "tg::NoGradGuard (PyTorch's torch.no_grad())");
 }
 
 void record_inplace(const char* name, const Tensor& self, const std::vector<Tensor>& inputs,
                     BackwardFn fn) {
-  if (anomaly_on()) check_forward(name, val(self), inputs.data(), inputs.size());
+  if (anomaly_on()) check_forward(name, self, inputs.data(), inputs.size());
   if (!any_requires_grad(inputs.data(), inputs.size())) return;
   TensorImpl& s = *self.impl();
   // The edges point at self's old history (inputs[0] is self, before the rebase).
-  auto node = make_node(name, inputs.data(), inputs.size(), s.storage->data.shape(),
+  auto node = make_node(name, inputs.data(), inputs.size(), s.shape,
                         std::move(fn), self.impl());
   if (s.grad_fn) s.grad_fn->output.reset();  // retain_grad now means the new value's gradient
   s.grad_fn = std::move(node);
@@ -211,23 +211,23 @@ thread_local int backward_depth = 0;
 
 void replay(const Tensor& root, const Tensor& grad, bool retain_graph) {
   TensorImpl& r = *root.impl();
-  const Array& value = r.storage->data;
+  const Shape shape = root.shape();
   if (!r.requires_grad)
     throw AutogradError("backward: the tensor does not require grad and has no grad_fn (shape " +
-                        to_string(shape_of(value)) + ")");
+                        to_string(shape) + ")");
   Array seed;
   if (grad.defined()) {
-    if (shape_of(val(grad)) != shape_of(value))
-      throw ShapeError("backward: gradient shape " + to_string(shape_of(val(grad))) +
-                       " does not match the tensor's shape " + to_string(shape_of(value)));
-    seed = val(grad);
+    if (grad.shape() != shape)
+      throw ShapeError("backward: gradient shape " + to_string(grad.shape()) +
+                       " does not match the tensor's shape " + to_string(shape));
+    seed = dense_copy(*grad.impl());
   } else {
-    if (value.size() != 1)
+    if (r.numel() != 1)
       throw AutogradError(
           "backward: grad can be implicitly created only for scalar outputs, but the tensor "
           "has shape " +
-          to_string(shape_of(value)) + "; pass an upstream gradient of that shape");
-    seed = xt::ones<float>(value.shape());
+          to_string(shape) + "; pass an upstream gradient of that shape");
+    seed = xt::ones<float>(r.shape);
   }
   if (anomaly_on()) check_seed(r.grad_fn.get(), seed);
   if (!r.grad_fn) {  // a leaf: its gradient is the seed

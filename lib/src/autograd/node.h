@@ -26,16 +26,18 @@ namespace detail {
 class Saved {
  public:
   Saved() = default;  // nothing (an optional input that was not given)
-  /// t's values as they are now.
-  explicit Saved(const Tensor& t) : Saved(t.impl()->storage) {}
+  /// t's values as they are now, through its geometry (t is contiguous: ops call dense()).
+  explicit Saved(const Tensor& t)
+      : storage_(t.impl()->storage), view_(val(t)), version_(version_of(*storage_)) {}
   /// A storage as it is now (an op's own output, saved for its backward).
   explicit Saved(std::shared_ptr<Storage> s)
-      : storage_(std::move(s)), version_(version_of(*storage_)) {}
+      : storage_(std::move(s)), view_(view_of(storage_->data)), version_(version_of(*storage_)) {}
   bool defined() const { return storage_ != nullptr; }
 
  private:
   friend class BackwardContext;
   std::shared_ptr<Storage> storage_;
+  std::optional<View> view_;
   uint32_t version_ = 0;
 };
 
@@ -58,7 +60,7 @@ class BackwardContext {
   /// A saved value, checked: tg::AutogradError naming the op, the shape and both versions if
   /// an in-place write changed it after it was saved (PyTorch's "modified by an inplace
   /// operation").
-  const Array& read(const Saved& s) const;
+  const View& read(const Saved& s) const;
 
  private:
   Array& grad_;

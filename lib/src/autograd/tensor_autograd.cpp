@@ -10,9 +10,7 @@ using namespace detail;
 Tensor Tensor::grad() const {
   const auto& g = checked(impl_, "grad").grad;
   if (!g) return Tensor();
-  auto impl = new_impl();
-  impl->storage = g;  // shares the buffer: writes through .grad().data() are seen
-  return Tensor(std::move(impl));
+  return Tensor(impl_over(g));  // shares the buffer: writes through .grad().data() are seen
 }
 
 void Tensor::set_grad(const Tensor& g) const {

@@ -8,8 +8,6 @@
 namespace tg {
 namespace detail {
 
-Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
-
 std::vector<size_t> to_xshape(const Shape& s) { return std::vector<size_t>(s.begin(), s.end()); }
 
 int64_t numel_of(const Shape& s) {

@@ -11,7 +11,11 @@
 namespace tg {
 namespace detail {
 
-Shape shape_of(const Array& a);
+/// The shape of an array or a view, in tapegrad's spelling.
+template <class E>
+Shape shape_of(const E& a) {
+  return Shape(a.shape().begin(), a.shape().end());
+}
 std::vector<size_t> to_xshape(const Shape& s);
 /// The product of the dims (the caller has checked the shape with check_shape).
 int64_t numel_of(const Shape& s);

@@ -15,8 +15,7 @@ namespace tg {
 using namespace detail;
 
 Tensor detail::make_leaf(Array value, bool requires_grad) {
-  auto impl = new_impl();
-  impl->storage = make_storage(std::move(value));
+  auto impl = impl_over(make_storage(std::move(value)));
   impl->requires_grad = requires_grad;
   return Tensor(std::move(impl));
 }
@@ -66,28 +65,47 @@ void DataView::assign(const std::vector<float>& values) const {
 
 // ---- Tensor ------------------------------------------------------------------------------
 
-Shape Tensor::shape() const { return shape_of(checked(impl_, "shape").storage->data); }
-int64_t Tensor::dim() const { return static_cast<int64_t>(checked(impl_, "dim").storage->data.dimension()); }
+Shape Tensor::shape() const {
+  const auto& s = checked(impl_, "shape").shape;
+  return Shape(s.begin(), s.end());
+}
+int64_t Tensor::dim() const { return static_cast<int64_t>(checked(impl_, "dim").shape.size()); }
 int64_t Tensor::size(int64_t d) const {
   const Shape s = shape();
   return s[norm_axis(d, s.size(), "size")];
 }
-int64_t Tensor::numel() const { return static_cast<int64_t>(checked(impl_, "numel").storage->data.size()); }
+int64_t Tensor::numel() const { return static_cast<int64_t>(checked(impl_, "numel").numel()); }
 
-DataView Tensor::data() const { return DataView(data_ptr(), shape()); }
-float* Tensor::data_ptr() const { return checked(impl_, "data").storage->data.data(); }
+Shape Tensor::strides() const {
+  const auto& s = checked(impl_, "strides").strides;
+  return Shape(s.begin(), s.end());
+}
+int64_t Tensor::storage_offset() const { return checked(impl_, "storage_offset").offset; }
+bool Tensor::is_contiguous() const { return checked(impl_, "is_contiguous").contiguous(); }
+
+DataView Tensor::data() const {
+  if (!checked(impl_, "data").contiguous())
+    throw ValueError("data: the tensor (shape " + tg::to_string(shape()) + ", strides " +
+                     tg::to_string(strides()) +
+                     ") is not contiguous, so its elements are not one row-major block; call "
+                     "contiguous() first (a copy), or read it with to_vector()");
+  return DataView(impl_->ptr(), shape());
+}
+float* Tensor::data_ptr() const { return checked(impl_, "data_ptr").ptr(); }
 
 std::vector<float> Tensor::to_vector() const {
-  const Array& a = checked(impl_, "to_vector").storage->data;
+  const TensorImpl& impl = checked(impl_, "to_vector");
+  if (impl.view) return std::vector<float>(impl.view->begin(), impl.view->end());
+  const Array a = dense_copy(impl);
   return std::vector<float>(a.begin(), a.end());
 }
 
 float Tensor::item() const {
-  const Array& a = checked(impl_, "item").storage->data;
-  if (a.size() != 1)
+  const TensorImpl& impl = checked(impl_, "item");
+  if (impl.numel() != 1)
     throw ShapeError("item: a tensor with one element was expected, got shape " +
-                     tg::to_string(shape_of(a)));
-  return *a.data();
+                     tg::to_string(shape()));
+  return *impl.ptr();
 }
 
 
@@ -100,12 +118,17 @@ float Tensor::item() const {
 
 
 Tensor Tensor::detach() const {
+  const TensorImpl& self = checked(impl_, "detach");
   auto impl = new_impl();
-  impl->storage = checked(impl_, "detach").storage;  // shares the values and their version
+  impl->storage = self.storage;  // shares the values and their version
+  impl->shape = self.shape;
+  impl->strides = self.strides;
+  impl->offset = self.offset;
+  impl->view = self.view;
   return Tensor(std::move(impl));
 }
 
-Tensor Tensor::clone() const { return make_leaf(Array(checked(impl_, "clone").storage->data)); }
+Tensor Tensor::clone() const { return make_leaf(dense_copy(checked(impl_, "clone"))); }
 
 std::string Tensor::to_string() const {
   if (!impl_) return "Tensor(undefined)";
@@ -113,7 +136,7 @@ std::string Tensor::to_string() const {
   os << "Tensor(shape=" << tg::to_string(shape());
   if (!is_leaf()) os << ", op=" << op_name();
   else if (impl_->requires_grad) os << ", requires_grad";
-  os << ")\n" << impl_->storage->data;
+  os << ")\n" << dense_copy(*impl_);
   return os.str();
 }
 
@@ -131,7 +154,16 @@ Indices::Indices(std::initializer_list<int64_t> v)
 
 // ---- bridge and factories ---------------------------------------------------------------------
 
-Array& array(const Tensor& t) { return checked(t.impl(), "array").storage->data; }
+Array& array(const Tensor& t) {
+  const TensorImpl& impl = checked(t.impl(), "array");
+  Array& whole = impl.storage->data;
+  if (!impl.view || impl.offset != 0 || impl.shape != whole.shape())
+    throw ValueError("array: the tensor (shape " + tg::to_string(t.shape()) + ", strides " +
+                     tg::to_string(t.strides()) + ", offset " + std::to_string(impl.offset) +
+                     ") is a view of part of a larger storage, which has no array of its own; "
+                     "call contiguous() or clone() first (a copy)");
+  return whole;
+}
 Tensor from_array(Array values, bool requires_grad) {
   return make_leaf(std::move(values), requires_grad);
 }

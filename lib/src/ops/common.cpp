@@ -69,7 +69,7 @@ std::vector<int64_t> strided_offsets(const Shape& dims, const std::vector<int64_
   return off;
 }
 
-Array softmax_backward(const Array& y, const Array& g, const AxisSplit& s, bool log) {
+Array softmax_backward(const View& y, const Array& g, const AxisSplit& s, bool log) {
   Array gx = Array::from_shape(y.shape());
   const float *py = y.data(), *pg = g.data();
   float* out = gx.data();

@@ -36,7 +36,7 @@ std::vector<int64_t> strided_offsets(const Shape& dims, const std::vector<int64_
 /// The backward of softmax (log = false) and log_softmax (log = true) along the axis of `s`,
 /// from their output y and its gradient g:
 ///   softmax      dx = y (g - Σ g y)          log_softmax  dx = g - e^y Σ g
-Array softmax_backward(const Array& y, const Array& g, const AxisSplit& s, bool log);
+Array softmax_backward(const View& y, const Array& g, const AxisSplit& s, bool log);
 
 }  // namespace detail
 }  // namespace tg

@@ -68,7 +68,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
   const Saved sa = rec && b.requires_grad() ? Saved(a) : Saved();
   const Saved sb = rec ? Saved(b) : Saved();
   return record("div", Array(val(a) / val(b)), {a, b}, [sa, sb](BackwardContext& ctx) {
-    const Array& vb = ctx.read(sb);
+    const View& vb = ctx.read(sb);
     if (ctx.needs(0)) ctx.give(0, Array(ctx.grad / vb));
     if (ctx.needs(1)) ctx.give(1, Array(-ctx.grad * ctx.read(sa) / (vb * vb)));
   });
@@ -94,7 +94,7 @@ Tensor rdiv(float s, const Tensor& a) {
   require_defined(a, "rdiv_scalar", "the input");
   const Saved sa(a);
   return record("rdiv_scalar", Array(s / val(a)), {a}, [s, sa](BackwardContext& ctx) {
-    const Array& x = ctx.read(sa);
+    const View& x = ctx.read(sa);
     ctx.give(0, Array(-ctx.grad * s / (x * x)));
   });
 }
@@ -156,7 +156,7 @@ Tensor tanh(const Tensor& a) {
   require_defined(a, "tanh", "the input");
   auto y = make_storage(xt::tanh(val(a)));
   return record("tanh", y, {a}, [sy = Saved(y)](BackwardContext& ctx) {
-    const Array& v = ctx.read(sy);
+    const View& v = ctx.read(sy);
     ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= 1.0f - v * v; }));
   });
 }
@@ -166,7 +166,7 @@ Tensor sigmoid(const Tensor& a) {
   require_defined(a, "sigmoid", "the input");
   auto y = make_storage(1.0f / (1.0f + xt::exp(-val(a))));
   return record("sigmoid", y, {a}, [sy = Saved(y)](BackwardContext& ctx) {
-    const Array& v = ctx.read(sy);
+    const View& v = ctx.read(sy);
     ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= v * (1.0f - v); }));
   });
 }
@@ -191,12 +191,12 @@ constexpr float kInvSqrt2Pi = 0.3989422804014327f;
 //         dx = g (½(1 + t) + ½x(1 - t²) √(2/π)(1 + 3·0.044715x²)),  t = tanh(u)
 Tensor gelu(const Tensor& a, bool approximate) {
   require_defined(a, "gelu", "the input");
-  const Array& x = val(a);
+  const View& x = val(a);
   if (approximate) {
     auto t = std::make_shared<Array>(xt::tanh(kSqrt2OverPi * (x + kC * x * x * x)));
     Array y = 0.5f * x * (1.0f + *t);
     return record("gelu_tanh", std::move(y), {a}, [sx = Saved(a), t](BackwardContext& ctx) {
-      const Array& x = ctx.read(sx);
+      const View& x = ctx.read(sx);
       ctx.give(0, Array(ctx.grad * (0.5f * (1.0f + *t) + 0.5f * x * (1.0f - *t * *t) *
                                                               kSqrt2OverPi *
                                                               (1.0f + 3.0f * kC * x * x))));

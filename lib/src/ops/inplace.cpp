@@ -48,7 +48,7 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
   check_inplace(*this, "copy_");
   check_operand(*this, src, "copy_");
   if (!aliases(*this, src)) {
-    Array& out = mutable_val(*this);
+    View& out = mutable_val(*this);
     if (val(src).shape() == out.shape())
       std::copy(val(src).begin(), val(src).end(), out.begin());
     else
@@ -114,7 +114,7 @@ const Tensor& Tensor::div_(const Tensor& other) const {
   bump_version(*this);
   Saved out = rec && other.requires_grad() ? Saved(*this) : Saved();  // at the new version
   record_inplace("div_", *this, {*this, other}, [so, out](BackwardContext& ctx) {
-    const Array& b = ctx.read(so);
+    const View& b = ctx.read(so);
     if (ctx.needs(0)) ctx.give(0, Array(ctx.grad / b));
     if (ctx.needs(1)) ctx.give(1, Array(-ctx.grad * ctx.read(out) / b));
   });
@@ -190,7 +190,7 @@ const Tensor& Tensor::clamp_(float min, float max) const {
   if (std::isnan(min) || std::isnan(max) || min > max)
     throw ValueError("clamp_: expected min <= max, got min " + std::to_string(min) + ", max " +
                      std::to_string(max));
-  Array& x = mutable_val(*this);
+  View& x = mutable_val(*this);
   std::shared_ptr<Array> pass;  // 1 where the gradient passes
   if (recorded(*this)) pass = std::make_shared<Array>(Array::from_shape(x.shape()));
   float* p = x.data();
@@ -211,7 +211,7 @@ const Tensor& Tensor::clamp_(float min, float max) const {
 const Tensor& Tensor::masked_fill_(const Tensor& mask, float value) const {
   check_inplace(*this, "masked_fill_");
   check_operand(*this, mask, "masked_fill_");
-  Array& x = mutable_val(*this);
+  View& x = mutable_val(*this);
   auto keep = std::make_shared<Array>(xt::broadcast(xt::equal(val(mask), 0.0f), x.shape()));
   xt::noalias(x) = xt::where(*keep > 0.0f, x, value);
   bump_version(*this);

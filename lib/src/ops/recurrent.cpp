@@ -54,7 +54,7 @@ enum Input : size_t { kXp = 0, kH0 = 1, kC0 = 2, kWhh = 3, kBhh = 4 };
 /// What every kind's backward ends with. dgh (T, B, G) is the gradient of the recurrent
 /// pre-activations W_hh h_{t-1} + b_hh; hs (T, B, H) the hidden states (h_{t-1} = hs[t-1]).
 ///   dW_hh = Σ_t dgh_tᵀ h_{t-1}   (one GEMM over t >= 1, one for h0)     db_hh = Σ_{t,b} dgh
-void give_recurrent(BackwardContext& ctx, const float* dgh, const Array& h0, const float* hs,
+void give_recurrent(BackwardContext& ctx, const float* dgh, const View& h0, const float* hs,
                     int64_t T, int64_t B, int64_t G, int64_t H) {
   if (ctx.needs(kWhh)) {
     Array dw = Array::from_shape({static_cast<size_t>(G), static_cast<size_t>(H)});
@@ -72,7 +72,7 @@ void give_recurrent(BackwardContext& ctx, const float* dgh, const Array& h0, con
 }
 
 /// A gradient buffer shaped like `like` (the caller's h0 may be (B, H) or (1, B, H)).
-Array shaped_like(const Array& like, const std::vector<float>& values) {
+Array shaped_like(const View& like, const std::vector<float>& values) {
   Array a = Array::from_shape(like.shape());
   std::copy(values.begin(), values.end(), a.data());
   return a;
@@ -103,7 +103,7 @@ Tensor elman_recurrence(bool relu, const Tensor& xp, const Tensor& h0, const Ten
   const Saved sh0(h0), sw(w_hh);
   return record(relu ? "rnn_relu" : "rnn_tanh", hs, {xp, h0, Tensor(), w_hh, b_hh},
                 [sy = Saved(hs), sh0, sw, relu, T, B, H, BH](BackwardContext& ctx) {
-    const Array& ys = ctx.read(sy);
+    const View& ys = ctx.read(sy);
     const float* dy = ctx.grad.data();
     const float* y = ys.data();
     Array da = Array::from_shape(ys.shape());  // dL/da, also dL/dxp
@@ -169,7 +169,7 @@ Tensor lstm_recurrence(const Tensor& xp, const Tensor& h0, const Tensor& c0, con
   const Saved sh0(h0), sc0(c0), sw(w_hh);
   return record("lstm", out, {xp, h0, c0, w_hh, b_hh},
                 [sy = Saved(out), acts, cs, tcs, sh0, sc0, sw, T, B, G, H, BH](BackwardContext& ctx) {
-    const Array& ys = ctx.read(sy);
+    const View& ys = ctx.read(sy);
     const float* dy = ctx.grad.data();
     Array da = Array::from_shape(acts->shape());
     std::vector<float> dh(BH, 0.0f);
@@ -249,7 +249,7 @@ Tensor gru_recurrence(const Tensor& xp, const Tensor& h0, const Tensor& w_hh, co
   const Saved sh0(h0), sw(w_hh);
   return record("gru", hs, {xp, h0, Tensor(), w_hh, b_hh},
                 [sy = Saved(hs), acts, ghn, sh0, sw, T, B, G, H, BH](BackwardContext& ctx) {
-    const Array& ys = ctx.read(sy);
+    const View& ys = ctx.read(sy);
     const float* dy = ctx.grad.data();
     Array dx = Array::from_shape(acts->shape());
     std::vector<float> dgh(static_cast<size_t>(T * B * G));

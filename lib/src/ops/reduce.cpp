@@ -112,7 +112,7 @@ std::pair<Tensor, Indices> max(const Tensor& a, int64_t axis, bool keepdim) {
 
 namespace {
 // Row-wise stable softmax (log = false) or log-softmax (log = true) over (outer, n, inner).
-Array softmax_forward(const Array& x, const AxisSplit& s, bool log) {
+Array softmax_forward(const View& x, const AxisSplit& s, bool log) {
   Array y = Array::from_shape(x.shape());
   const float* px = x.data();
   float* py = y.data();
