@@ -79,22 +79,37 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 /// The bias is folded into the GEMM.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
-// ---- shape ops ----------------------------------------------------------------------------
+// ---- views -------------------------------------------------------------------------------
+// These return views that share the input's storage (Tensor::strides(), "views" in
+// tensor.h): no copy, and writes through either are seen by both. Gradients flow through
+// them like through any op.
 Tensor transpose(const Tensor& a, int64_t d0, int64_t d1);
 Tensor permute(const Tensor& a, const std::vector<int64_t>& dims);
-/// One dimension may be -1 (inferred).
+/// transpose(a, 0, 1) for a 2-D tensor; a itself (a view) for 0-D and 1-D.
+Tensor t(const Tensor& a);
+/// A view with a new shape; one dimension may be -1 (inferred). Throws ShapeError if the
+/// strides do not allow one (after a transpose, say), naming reshape().
+Tensor view(const Tensor& a, const Shape& shape);
+/// view() when the strides allow it, else a contiguous copy in the new shape (as PyTorch).
 Tensor reshape(const Tensor& a, const Shape& shape);
-/// Merges dims start..end (inclusive) into one.
+/// Merges dims start..end (inclusive) into one (a view when reshape's would be).
 Tensor flatten(const Tensor& a, int64_t start = 0, int64_t end = -1);
 /// Removes every size-1 dim, or the given one (only if it has size 1).
 Tensor squeeze(const Tensor& a);
 Tensor squeeze(const Tensor& a, int64_t dim);
 Tensor unsqueeze(const Tensor& a, int64_t dim);
-Tensor cat(const std::vector<Tensor>& tensors, int64_t axis = 0);
 /// The slice [start, start + length) of one dim.
 Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length);
 /// Same as narrow with Python slice semantics: [start, end), negative values count from the end.
 Tensor slice(const Tensor& a, int64_t dim, int64_t start, int64_t end);
+/// The index-th entry along dim, which disappears (negative index counts from the end).
+Tensor select(const Tensor& a, int64_t dim, int64_t index);
+/// Repeats size-1 dims (and new leading ones) without copying: stride 0. -1 keeps a dim.
+/// In-place writes to such a view are refused, as in PyTorch.
+Tensor expand(const Tensor& a, const Shape& sizes);
+
+// ---- shape ops that copy ------------------------------------------------------------------
+Tensor cat(const std::vector<Tensor>& tensors, int64_t axis = 0);
 
 // ---- indexing -----------------------------------------------------------------------------
 /// Rows of `a` along `axis` picked by 1-D indices; the gradient scatter-adds (repeats add up).

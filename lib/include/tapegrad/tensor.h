@@ -85,11 +85,11 @@ class Tensor {
   /// The values, mutable: w.data()(0, 1) = 0.5f sets one weight. Writes through these are
   /// raw: not recorded and not counted in version() (as PyTorch's .data); use the in-place
   /// ops below, or NoGradGuard + copy_, when a backward may still read the old values.
-  /// A flat row-major window, so a tensor that is not contiguous throws tg::ValueError
-  /// naming contiguous().
+  /// Both are a flat row-major window on the tensor's own elements (a contiguous view's
+  /// included), so a tensor that is not contiguous throws tg::ValueError naming
+  /// contiguous(). (PyTorch's data_ptr() would give the strided pointer; here a raw loop over
+  /// a transposed view cannot go silently wrong.) to_vector() reads any tensor.
   DataView data() const;
-  /// Element 0 (raw, like data()). For a tensor that is not contiguous, element i0, i1, ...
-  /// is at data_ptr()[i0 * strides()[0] + i1 * strides()[1] + ...], as in PyTorch.
   float* data_ptr() const;
   std::vector<float> to_vector() const;
   /// The single value of a one-element tensor.

@@ -28,10 +28,10 @@ Tensor custom_op(const std::string& name, const Tensor& value, const std::vector
       throw ValueError("custom_op '" + name + "': input " + std::to_string(i) + " is undefined");
   const char* op = intern_op_name(name);
   // The node's value is a copy, so the op's result never aliases a tensor the caller keeps.
-  auto out = make_storage(Array(val(value)));
+  auto out = make_storage(dense_copy(*value.impl()));
   const size_t n = inputs.size();
   std::vector<Shape> shapes;
-  for (const auto& t : inputs) shapes.push_back(shape_of(val(t)));
+  for (const auto& t : inputs) shapes.push_back(t.shape());
   return record(op, std::move(out), inputs,
                 [op, n, shapes = std::move(shapes), backward = std::move(backward)](BackwardContext& ctx) {
     std::vector<Tensor> grads;
@@ -46,13 +46,13 @@ Tensor custom_op(const std::string& name, const Tensor& value, const std::vector
     for (size_t i = 0; i < n; ++i) {
       if (!grads[i].defined() || !ctx.needs(i)) continue;
       // A gradient may have the broadcast shape of its input, never another one.
-      const Shape gs = shape_of(val(grads[i]));
+      const Shape gs = grads[i].shape();
       const bool fits = broadcasts_to(shapes[i], gs);
       if (!fits)
         throw ShapeError(std::string("custom_op '") + op + "': backward returned a gradient of shape " +
                          to_string(gs) + " for input " + std::to_string(i) + " of shape " +
                          to_string(shapes[i]));
-      ctx.give(i, Array(val(grads[i])));
+      ctx.give(i, dense_copy(*grads[i].impl()));
     }
   });
 }

@@ -45,7 +45,9 @@ void accumulate_leaf(TensorImpl& leaf, Array&& g) {
 }
 
 Edge edge_to(const Tensor& t) {
-  if (!t.defined() || !t.impl()->requires_grad) return {};
+  if (!t.defined()) return {};
+  refresh_view(t.impl());
+  if (!t.impl()->requires_grad) return {};
   if (t.impl()->grad_fn) return {t.impl()->grad_fn, nullptr};
   return {nullptr, t.impl()};
 }
@@ -74,6 +76,13 @@ void BackwardContext::give(size_t i, Array g) {
   const Edge& e = node_.next.at(i);
   if (!e.defined()) return;
   if (anomaly_on()) check_gradient(node_, i, g, grad_);
+  if (i == 0 && self_grad_) {  // an in-place op's closure on a view's slice
+    const Shape target(self_shape_->begin(), self_shape_->end());
+    if (g.shape() != *self_shape_) g = sum_to(g, target);
+    if (*self_grad_) xt::noalias(**self_grad_) += g;
+    else self_grad_->emplace(std::move(g));
+    return;
+  }
   const auto& want = e.fn ? e.fn->shape : e.leaf->shape;
   if (g.shape() != want) {
     const Shape target(want.begin(), want.end());
@@ -124,12 +133,14 @@ Node::~Node() {
 
 bool any_requires_grad(const Tensor* inputs, size_t n) {
   if (!grad_enabled) return false;
-  for (size_t i = 0; i < n; ++i)
-    if (inputs[i].defined() && inputs[i].impl()->requires_grad) return true;
-  return false;
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (!inputs[i].defined()) continue;
+    refresh_view(inputs[i].impl());
+    any = any || inputs[i].impl()->requires_grad;
+  }
+  return any;
 }
-
-namespace {
 
 std::shared_ptr<Node> make_node(const char* name, const Tensor* inputs, size_t n,
                                 const Array::shape_type& shape,
@@ -145,6 +156,8 @@ std::shared_ptr<Node> make_node(const char* name, const Tensor* inputs, size_t n
   if (anomaly_on()) node->module = current_module_id();
   return node;
 }
+
+namespace {
 
 Tensor record_impl(const char* name, std::shared_ptr<Storage> value, const Tensor* inputs, size_t n,
                    BackwardFn fn) {
@@ -179,6 +192,19 @@ Tensor record(const char* name, Array value, std::initializer_list<Tensor> input
                      std::move(fn));
 }
 
+Tensor record_view(const char* name, std::shared_ptr<TensorImpl> view, const Tensor& input,
+                   BackwardFn fn) {
+  if (any_requires_grad(&input, 1)) {
+    view->grad_fn = make_node(name, &input, 1, view->shape, std::move(fn), view);
+    view->requires_grad = true;
+  }
+  view->base_history = view->base->history;
+  view->tracks_base = grad_enabled;
+  Tensor out(std::move(view));
+  if (anomaly_on()) check_forward(name, out, &input, 1);
+  return out;
+}
+
 void check_inplace(const Tensor& self, const char* op) {
   if (!self.defined()) throw ValueError(std::string(op) + ": the tensor is undefined");
   const TensorImpl& s = *self.impl();
@@ -187,6 +213,17 @@ void check_inplace(const Tensor& self, const char* op) {
                         to_string(self.shape()) +
                         ") is being used in an in-place operation; write it under "
                         "tg::NoGradGuard (PyTorch's torch.no_grad())");
+  if (grad_enabled && s.base && s.base->requires_grad && !s.base->grad_fn)
+    throw AutogradError(std::string(op) + ": a view (shape " + to_string(self.shape()) +
+                        ") of a leaf tensor that requires grad (shape " +
+                        to_string(Shape(s.base->shape.begin(), s.base->shape.end())) +
+                        ") is being used in an in-place operation; write it under "
+                        "tg::NoGradGuard, or write a clone()");
+  if (grad_enabled && s.base && !s.tracks_base && s.base->requires_grad)
+    throw AutogradError(std::string(op) + ": a view (shape " + to_string(self.shape()) +
+                        ") was made in no-grad mode and is being written in place with grad "
+                        "mode on, so its base's history cannot record the write; make the view "
+                        "with grad mode on, or write under tg::NoGradGuard");
 }
 
 void record_inplace(const char* name, const Tensor& self, const std::vector<Tensor>& inputs,
@@ -194,12 +231,14 @@ void record_inplace(const char* name, const Tensor& self, const std::vector<Tens
   if (anomaly_on()) check_forward(name, self, inputs.data(), inputs.size());
   if (!any_requires_grad(inputs.data(), inputs.size())) return;
   TensorImpl& s = *self.impl();
+  if (s.base) return rebase_through_view(name, self, inputs, std::move(fn));
   // The edges point at self's old history (inputs[0] is self, before the rebase).
   auto node = make_node(name, inputs.data(), inputs.size(), s.shape,
                         std::move(fn), self.impl());
   if (s.grad_fn) s.grad_fn->output.reset();  // retain_grad now means the new value's gradient
   s.grad_fn = std::move(node);
   s.requires_grad = true;
+  ++s.history;  // its views' histories must now go through the write
 }
 
 namespace {

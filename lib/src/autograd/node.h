@@ -48,10 +48,23 @@ class BackwardContext {
   /// `pending` holds, during one replay, dL/d(output) of every collected node (by Node::slot).
   BackwardContext(Array& grad, Node& node, std::optional<Array>* pending)
       : grad(grad), grad_(grad), node_(node), pending_(pending) {}
+  /// The same for an in-place op's closure run on a slice of its base (autograd/views.cpp):
+  /// what it gives input 0 (the slice's old values, of shape `self_shape`) lands in
+  /// `self_grad` instead of following the node's edge 0.
+  BackwardContext(Array& grad, Node& node, std::optional<Array>* pending,
+                  const Array::shape_type& self_shape, std::optional<Array>& self_grad)
+      : grad(grad), grad_(grad), node_(node), pending_(pending), self_shape_(&self_shape),
+        self_grad_(&self_grad) {}
   const Array& grad;  // dL/d(output), same shape as the output
   /// Moves dL/d(output) out, so its buffer can become an input's gradient (computed in
   /// place). Only for the last use: ctx.grad is empty afterwards.
   Array take_grad() { return std::move(grad_); }
+  /// For an in-place op's closure run on a view's slice of its base's gradient `g`: a
+  /// context on the same node whose gifts to input 0 land in `self_grad` (autograd/views.cpp).
+  BackwardContext on_slice(Array& g, const Array::shape_type& self_shape,
+                           std::optional<Array>& self_grad) const {
+    return BackwardContext(g, node_, pending_, self_shape, self_grad);
+  }
   /// Does input i want a gradient? Skip the work if not.
   bool needs(size_t i) const;
   /// dL/d(input i). It may have the broadcast shape of the input; the engine sums it down to
@@ -66,6 +79,8 @@ class BackwardContext {
   Array& grad_;
   Node& node_;
   std::optional<Array>* pending_;
+  const Array::shape_type* self_shape_ = nullptr;
+  std::optional<Array>* self_grad_ = nullptr;
 };
 
 using BackwardFn = std::function<void(BackwardContext&)>;
@@ -98,6 +113,25 @@ struct Node {
   ~Node();  // tears any graph down without recursion, whatever its closures hold
 };
 
+/// A new node for op `name` with an edge to each input's history (or leaf), whose output has
+/// `shape`; `output` is for retain_grad.
+std::shared_ptr<Node> make_node(const char* name, const Tensor* inputs, size_t n,
+                                const Array::shape_type& shape, BackwardFn fn,
+                                const std::shared_ptr<TensorImpl>& output);
+
+/// A view's history follows in-place writes to its base: after one gave the base a new
+/// history, an op that reads the view gets a history that goes through it (PyTorch
+/// regenerates a view's grad_fn the same way). Called wherever the tape reads a history.
+void regenerate_view_history(const std::shared_ptr<TensorImpl>& view);
+inline void refresh_view(const std::shared_ptr<TensorImpl>& t) {
+  if (t->base && t->tracks_base && t->base_history != t->base->history) regenerate_view_history(t);
+}
+/// An in-place op on a view, recorded (record_inplace): the base's history becomes the write
+/// (the op's closure run on the view's slice of the base's gradient, PyTorch's CopySlices)
+/// and the view's history a view of that.
+void rebase_through_view(const char* name, const Tensor& self, const std::vector<Tensor>& inputs,
+                         BackwardFn fn);
+
 /// Wraps a fresh value as a tensor, recording `fn` on the tape when grad mode is on and
 /// some input requires a gradient.
 Tensor record(const char* name, Array value, const std::vector<Tensor>& inputs, BackwardFn fn);
@@ -122,7 +156,9 @@ bool any_requires_grad(const Tensor* inputs, size_t n);
 /// The same for a few tensors, without building a vector: will an op on them be recorded?
 template <class... T>
 bool will_record(const T&... ts) {
-  return is_grad_enabled() && (... || (ts.defined() && ts.impl()->requires_grad));
+  if (!is_grad_enabled()) return false;
+  (..., (ts.defined() ? refresh_view(ts.impl()) : void()));
+  return (... || (ts.defined() && ts.impl()->requires_grad));
 }
 
 /// The overloads every op calls: a closure of the op's own type, made into a BackwardFn (a
@@ -141,6 +177,18 @@ Tensor record(const char* name, V&& value, const std::vector<Tensor>& inputs, F&
   if (!any_requires_grad(inputs.data(), inputs.size()))
     return record(name, std::forward<V>(value), inputs, BackwardFn());
   return record(name, std::forward<V>(value), inputs, BackwardFn(std::forward<F>(fn)));
+}
+
+/// A view op: `view` (a new impl over input's storage, its geometry and base set) gets
+/// `fn` as its history when the input requires a gradient.
+Tensor record_view(const char* name, std::shared_ptr<TensorImpl> view, const Tensor& input,
+                   BackwardFn fn);
+template <class F,
+          class = std::enable_if_t<!std::is_same<std::decay_t<F>, BackwardFn>::value>>
+Tensor record_view(const char* name, std::shared_ptr<TensorImpl> view, const Tensor& input,
+                   F&& fn) {
+  if (!will_record(input)) return record_view(name, std::move(view), input, BackwardFn());
+  return record_view(name, std::move(view), input, BackwardFn(std::forward<F>(fn)));
 }
 
 /// Replays the tape from `root` (Tensor::backward).

@@ -45,47 +45,67 @@ void strided_input(const TensorImpl& impl) {
 }
 
 namespace {
-// Calls f(storage index, row-major index) for every element of the geometry.
+// Calls f(storage index, row-major index) for every element of a geometry.
 template <class F>
-void for_each_element(const TensorImpl& impl, F&& f) {
-  const size_t rank = impl.shape.size(), n = impl.numel();
+void for_each_element(const Array::shape_type& shape, const Strides& strides, int64_t offset,
+                      F&& f) {
+  const size_t rank = shape.size();
+  size_t n = 1;
+  for (auto d : shape) n *= d;
   if (n == 0) return;
   if (rank == 0) {
-    f(impl.offset, size_t(0));
+    f(offset, size_t(0));
     return;
   }
   // An odometer over all dims but the last, with the last as an inner loop.
-  const int64_t inner = static_cast<int64_t>(impl.shape[rank - 1]);
-  const int64_t step = impl.strides[rank - 1];
+  const int64_t inner = static_cast<int64_t>(shape[rank - 1]);
+  const int64_t step = strides[rank - 1];
   xt::svector<size_t, 4> index(rank - 1, 0);
-  int64_t base = impl.offset;
+  int64_t base = offset;
   for (size_t flat = 0; flat < n; flat += static_cast<size_t>(inner)) {
     for (int64_t j = 0; j < inner; ++j) f(base + j * step, flat + static_cast<size_t>(j));
     for (size_t d = rank - 1; d-- > 0;) {  // advance the odometer
-      base += impl.strides[d];
-      if (++index[d] < impl.shape[d]) break;
-      base -= impl.strides[d] * static_cast<int64_t>(impl.shape[d]);
+      base += strides[d];
+      if (++index[d] < shape[d]) break;
+      base -= strides[d] * static_cast<int64_t>(shape[d]);
       index[d] = 0;
     }
   }
 }
 }  // namespace
 
+void gather(const float* src, const Array::shape_type& shape, const Strides& strides,
+            int64_t offset, float* out) {
+  for_each_element(shape, strides, offset, [&](int64_t at, size_t i) { out[i] = src[at]; });
+}
+
+void scatter(float* dst, const Array::shape_type& shape, const Strides& strides, int64_t offset,
+             const float* values) {
+  for_each_element(shape, strides, offset, [&](int64_t at, size_t i) { dst[at] = values[i]; });
+}
+
+void scatter_add(float* dst, const Array::shape_type& shape, const Strides& strides,
+                 int64_t offset, const float* values) {
+  for_each_element(shape, strides, offset, [&](int64_t at, size_t i) { dst[at] += values[i]; });
+}
+
+bool overlaps(const TensorImpl& impl) {
+  for (size_t d = 0; d < impl.shape.size(); ++d)
+    if (impl.shape[d] > 1 && impl.strides[d] == 0) return true;
+  return false;
+}
+
 Array dense_copy(const TensorImpl& impl) {
   Array out = Array::from_shape(impl.shape);
-  if (impl.view) {
+  if (impl.view)
     std::copy(impl.view->begin(), impl.view->end(), out.begin());
-    return out;
-  }
-  const float* src = impl.storage->data.data();
-  float* dst = out.data();
-  for_each_element(impl, [&](int64_t at, size_t i) { dst[i] = src[at]; });
+  else
+    gather(impl.storage->data.data(), impl.shape, impl.strides, impl.offset, out.data());
   return out;
 }
 
 void write_dense(const TensorImpl& impl, const float* values) {
-  float* dst = impl.storage->data.data();
-  for_each_element(impl, [&](int64_t at, size_t i) { dst[at] = values[i]; });
+  scatter(impl.storage->data.data(), impl.shape, impl.strides, impl.offset, values);
 }
 
 }  // namespace detail

@@ -78,7 +78,9 @@ struct TensorImpl {
   // A view's base: the tensor (not itself a view) whose storage it shares, for the autograd
   // of in-place writes through views (autograd/views.cpp). Null for anything else.
   std::shared_ptr<TensorImpl> base;
-  uint32_t view_version = 0;  // the storage's version when grad_fn was derived from base
+  uint32_t history = 0;       // how many times an in-place op gave this tensor a new grad_fn
+  uint32_t base_history = 0;  // a view's: base's `history` when its grad_fn was derived
+  bool tracks_base = false;   // a view made with grad mode on: its history follows base's
 
   std::shared_ptr<Storage> grad;     // leaves (and retain_grad non-leaves) after backward
   std::shared_ptr<Node> grad_fn;     // the op that produced this tensor; null for a leaf
@@ -128,6 +130,19 @@ inline std::shared_ptr<TensorImpl> impl_over(std::shared_ptr<Storage> storage) {
 /// forgot dense(); never the user's fault).
 [[noreturn]] void strided_input(const TensorImpl& impl);
 
+/// Copies the elements a geometry reaches in `src` to `out`, in row-major order.
+void gather(const float* src, const Array::shape_type& shape, const Strides& strides,
+            int64_t offset, float* out);
+/// Writes `values` (row-major) to the elements a geometry reaches in `dst`.
+void scatter(float* dst, const Array::shape_type& shape, const Strides& strides, int64_t offset,
+             const float* values);
+/// Adds `values` (row-major) to the elements a geometry reaches in `dst` (an element that the
+/// geometry reaches twice, through a stride of 0, gets both).
+void scatter_add(float* dst, const Array::shape_type& shape, const Strides& strides,
+                 int64_t offset, const float* values);
+/// Whether two elements of the geometry share a storage element (a stride of 0 over a dim
+/// longer than 1, as expand() makes).
+bool overlaps(const TensorImpl& impl);
 /// The tensor's elements in row-major order, copied out of any geometry.
 Array dense_copy(const TensorImpl& impl);
 /// Writes `values` (row-major, impl.numel() of them) to the elements the geometry reaches.

@@ -83,15 +83,15 @@ Shape Tensor::strides() const {
 int64_t Tensor::storage_offset() const { return checked(impl_, "storage_offset").offset; }
 bool Tensor::is_contiguous() const { return checked(impl_, "is_contiguous").contiguous(); }
 
-DataView Tensor::data() const {
-  if (!checked(impl_, "data").contiguous())
-    throw ValueError("data: the tensor (shape " + tg::to_string(shape()) + ", strides " +
+DataView Tensor::data() const { return DataView(data_ptr(), shape()); }
+float* Tensor::data_ptr() const {
+  if (!checked(impl_, "data_ptr").contiguous())
+    throw ValueError("data_ptr: the tensor (shape " + tg::to_string(shape()) + ", strides " +
                      tg::to_string(strides()) +
                      ") is not contiguous, so its elements are not one row-major block; call "
-                     "contiguous() first (a copy), or read it with to_vector()");
-  return DataView(impl_->ptr(), shape());
+                     "contiguous() first (a copy)");
+  return impl_->ptr();
 }
-float* Tensor::data_ptr() const { return checked(impl_, "data_ptr").ptr(); }
 
 std::vector<float> Tensor::to_vector() const {
   const TensorImpl& impl = checked(impl_, "to_vector");

@@ -37,7 +37,9 @@ void put_entry(OutArchive& ar, const std::string& name, const Tensor& t) {
   ar(static_cast<uint32_t>(shape.size()));
   for (int64_t d : shape) ar(static_cast<int64_t>(d));
   const size_t n = static_cast<size_t>(t.numel());
-  if (n) ar(cereal::binary_data(t.data_ptr(), n * sizeof(float)));  // swapped per float on BE
+  // A view's own elements, in row-major order (a strided one through a copy).
+  const Tensor values = t.is_contiguous() ? t : t.detach().contiguous();
+  if (n) ar(cereal::binary_data(values.data_ptr(), n * sizeof(float)));  // swapped per float on BE
 }
 
 template <class Map, class Put>

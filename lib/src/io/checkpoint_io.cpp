@@ -197,6 +197,11 @@ LoadPlan plan_load(const nn::Module& module, const NamedTensors& entries,
       problems += "\n  shape      " + name + ": the model has " + to_string(dst.shape()) +
                   ", the file has " + to_string(it->second->shape());
       ++n_problems;
+    } else if (detail::overlaps(*dst.impl())) {
+      problems += "\n  expanded   " + name + ": the model's tensor " + to_string(dst.shape()) +
+                  " repeats elements (strides " + to_string(dst.strides()) +
+                  "), so it cannot hold the file's values";
+      ++n_problems;
     } else {
       plan.report.loaded.push_back(name);
       plan.copies.emplace_back(dst, *it->second);
@@ -219,7 +224,8 @@ LoadPlan plan_load(const nn::Module& module, const NamedTensors& entries,
 void apply_load(const LoadPlan& plan) noexcept {
   for (const auto& [dst, src] : plan.copies)
     if (src.numel() > 0) {  // an empty tensor's data pointer may be null
-      std::memcpy(dst.data_ptr(), src.data_ptr(), sizeof(float) * static_cast<size_t>(src.numel()));
+      // Through dst's strides: a registered view is written where its elements are.
+      detail::write_dense(*dst.impl(), src.data_ptr());
       detail::bump_version(dst);  // a loaded parameter is a new value for any graph that saved it
     }
 }

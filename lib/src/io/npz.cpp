@@ -41,7 +41,8 @@ std::string npy_bytes(const Tensor& t) {
   const size_t n = static_cast<size_t>(t.numel());
   const size_t at = out.size();
   out.resize(at + n * 4);
-  const float* src = t.data_ptr();
+  const Tensor values = t.is_contiguous() ? t : t.detach().contiguous();  // a view's own elements
+  const float* src = values.data_ptr();
   if (detail::host_is_little_endian()) {
     if (n) std::memcpy(&out[at], src, n * 4);
   } else {

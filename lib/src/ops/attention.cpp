@@ -62,8 +62,10 @@ MaskIndex index_mask(const Shape& ms, const Shape& full, const char* op) {
 //   dV = Pdᵀ G,  dP = (G Vᵀ) ⊙ M/(1-p),  dS = P ⊙ (dP - Σ_j dP ⊙ P),
 //   dQ = dS K/√D,  dK = dSᵀ Q/√D,  dmask = dS
 Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, const Tensor& v,
-                 const AttnMask& mask, bool is_causal, float dropout_p, bool training,
+                 const AttnMask& mask_arg, bool is_causal, float dropout_p, bool training,
                  Tensor* weights) {
+  AttnMask mask = mask_arg;  // the kernel reads the mask's values as one row-major block
+  if (mask.defined() && !mask.values.is_contiguous()) mask.values = mask.values.contiguous();
   if (!(dropout_p >= 0.0f && dropout_p <= 1.0f))
     throw ValueError(std::string(s.op) + ": dropout_p must be in [0, 1], got " +
                      std::to_string(dropout_p));
@@ -188,9 +190,15 @@ Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, cons
 
 using namespace detail;
 
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+Tensor scaled_dot_product_attention(const Tensor& q_arg, const Tensor& k_arg, const Tensor& v_arg,
                                     const AttnMask& attn_mask, bool is_causal, float dropout_p,
                                     bool training, Tensor* weights) {
+  Tensor q_copy;
+  const Tensor& q = dense(q_arg, q_copy);
+  Tensor k_copy;
+  const Tensor& k = dense(k_arg, k_copy);
+  Tensor v_copy;
+  const Tensor& v = dense(v_arg, v_copy);
   const char* op = "scaled_dot_product_attention";
   if (!q.defined() || !k.defined() || !v.defined())
     throw ValueError(std::string(op) + ": query, key and value must be defined");

@@ -15,6 +15,15 @@
 namespace tg {
 namespace detail {
 
+/// What an op whose kernel reads val() calls on each tensor input first: the input itself if
+/// it is contiguous (or undefined), else its contiguous copy, kept in `copy` and recorded, so
+/// that the gradient flows back through the view.
+inline const Tensor& dense(const Tensor& input, Tensor& copy) {
+  if (!input.defined() || input.impl()->contiguous()) return input;
+  copy = input.contiguous();
+  return copy;
+}
+
 /// numpy broadcasting of two shapes; throws ShapeError naming the op.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 /// A row-major shape seen as (outer, n, inner) around one axis: element (o, i, j) sits at

@@ -31,7 +31,11 @@ void check_broadcast(const Tensor& a, const Tensor& b, const char* op) {
 }  // namespace
 
 // y = a + b            da = g, db = g
-Tensor add(const Tensor& a, const Tensor& b) {
+Tensor add(const Tensor& a_arg, const Tensor& b_arg) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
+  Tensor b_copy;
+  const Tensor& b = dense(b_arg, b_copy);
   check_broadcast(a, b, "add");
   return record("add", Array(val(a) + val(b)), {a, b}, [](BackwardContext& ctx) {
     if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? Array(ctx.grad) : ctx.take_grad());
@@ -40,7 +44,11 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 // y = a - b            da = g, db = -g
-Tensor sub(const Tensor& a, const Tensor& b) {
+Tensor sub(const Tensor& a_arg, const Tensor& b_arg) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
+  Tensor b_copy;
+  const Tensor& b = dense(b_arg, b_copy);
   check_broadcast(a, b, "sub");
   return record("sub", Array(val(a) - val(b)), {a, b}, [](BackwardContext& ctx) {
     if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? Array(ctx.grad) : ctx.take_grad());
@@ -49,7 +57,11 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 }
 
 // y = a * b            da = g * b, db = g * a
-Tensor mul(const Tensor& a, const Tensor& b) {
+Tensor mul(const Tensor& a_arg, const Tensor& b_arg) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
+  Tensor b_copy;
+  const Tensor& b = dense(b_arg, b_copy);
   check_broadcast(a, b, "mul");
   const bool rec = will_record(a, b);  // each saves what the other's gradient reads
   const Saved sa = rec && b.requires_grad() ? Saved(a) : Saved();
@@ -62,7 +74,11 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 // y = a / b            da = g / b, db = -g * a / b²
-Tensor div(const Tensor& a, const Tensor& b) {
+Tensor div(const Tensor& a_arg, const Tensor& b_arg) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
+  Tensor b_copy;
+  const Tensor& b = dense(b_arg, b_copy);
   check_broadcast(a, b, "div");
   const bool rec = will_record(a, b);
   const Saved sa = rec && b.requires_grad() ? Saved(a) : Saved();
@@ -75,14 +91,18 @@ Tensor div(const Tensor& a, const Tensor& b) {
 }
 
 // y = a + s            da = g
-Tensor add(const Tensor& a, float s) {
+Tensor add(const Tensor& a_arg, float s) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "add_scalar", "the input");
   return record("add_scalar", Array(val(a) + s), {a},
                 [](BackwardContext& ctx) { ctx.give(0, ctx.take_grad()); });
 }
 
 // y = a * s            da = g * s
-Tensor mul(const Tensor& a, float s) {
+Tensor mul(const Tensor& a_arg, float s) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "mul_scalar", "the input");
   return record("mul_scalar", Array(val(a) * s), {a}, [s](BackwardContext& ctx) {
     ctx.give(0, in_place(ctx, [s](Array& g) { g *= s; }));
@@ -90,7 +110,9 @@ Tensor mul(const Tensor& a, float s) {
 }
 
 // y = s / a            da = -g * s / a²
-Tensor rdiv(float s, const Tensor& a) {
+Tensor rdiv(float s, const Tensor& a_arg) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "rdiv_scalar", "the input");
   const Saved sa(a);
   return record("rdiv_scalar", Array(s / val(a)), {a}, [s, sa](BackwardContext& ctx) {
@@ -100,7 +122,9 @@ Tensor rdiv(float s, const Tensor& a) {
 }
 
 // y = -a               da = -g
-Tensor neg(const Tensor& a) {
+Tensor neg(const Tensor& a_arg) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "neg", "the input");
   return record("neg", Array(-val(a)), {a}, [](BackwardContext& ctx) {
     ctx.give(0, in_place(ctx, [](Array& g) { g *= -1.0f; }));
@@ -108,7 +132,9 @@ Tensor neg(const Tensor& a) {
 }
 
 // y = a^p              da = g * p * a^(p-1)
-Tensor pow(const Tensor& a, float p) {
+Tensor pow(const Tensor& a_arg, float p) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "pow", "the input");
   const Saved sa(a);
   return record("pow", Array(xt::pow(val(a), p)), {a}, [sa, p](BackwardContext& ctx) {
@@ -117,7 +143,9 @@ Tensor pow(const Tensor& a, float p) {
 }
 
 // y = exp(a)           da = g * y
-Tensor exp(const Tensor& a) {
+Tensor exp(const Tensor& a_arg) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "exp", "the input");
   auto y = make_storage(xt::exp(val(a)));
   return record("exp", y, {a}, [sy = Saved(y)](BackwardContext& ctx) {
@@ -126,7 +154,9 @@ Tensor exp(const Tensor& a) {
 }
 
 // y = log(a)           da = g / a
-Tensor log(const Tensor& a) {
+Tensor log(const Tensor& a_arg) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "log", "the input");
   const Saved sa(a);
   return record("log", Array(xt::log(val(a))), {a},
@@ -134,7 +164,9 @@ Tensor log(const Tensor& a) {
 }
 
 // y = sqrt(a)          da = g / (2y)
-Tensor sqrt(const Tensor& a) {
+Tensor sqrt(const Tensor& a_arg) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "sqrt", "the input");
   auto y = make_storage(xt::sqrt(val(a)));
   return record("sqrt", y, {a}, [sy = Saved(y)](BackwardContext& ctx) {
@@ -143,7 +175,9 @@ Tensor sqrt(const Tensor& a) {
 }
 
 // y = |a|              da = g * sign(a)   (0 at a = 0, as in PyTorch)
-Tensor abs(const Tensor& a) {
+Tensor abs(const Tensor& a_arg) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "abs", "the input");
   const Saved sa(a);
   return record("abs", Array(xt::abs(val(a))), {a}, [sa](BackwardContext& ctx) {
@@ -152,7 +186,9 @@ Tensor abs(const Tensor& a) {
 }
 
 // y = tanh(a)          da = g * (1 - y²)
-Tensor tanh(const Tensor& a) {
+Tensor tanh(const Tensor& a_arg) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "tanh", "the input");
   auto y = make_storage(xt::tanh(val(a)));
   return record("tanh", y, {a}, [sy = Saved(y)](BackwardContext& ctx) {
@@ -162,7 +198,9 @@ Tensor tanh(const Tensor& a) {
 }
 
 // y = 1 / (1 + e^-a)   da = g * y * (1 - y)
-Tensor sigmoid(const Tensor& a) {
+Tensor sigmoid(const Tensor& a_arg) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "sigmoid", "the input");
   auto y = make_storage(1.0f / (1.0f + xt::exp(-val(a))));
   return record("sigmoid", y, {a}, [sy = Saved(y)](BackwardContext& ctx) {
@@ -172,7 +210,9 @@ Tensor sigmoid(const Tensor& a) {
 }
 
 // y = max(a, 0)        da = g * [a > 0]
-Tensor relu(const Tensor& a) {
+Tensor relu(const Tensor& a_arg) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "relu", "the input");
   // where(x < 0, 0, x), not max(x, 0): NaN stays NaN, as in PyTorch (max would give 0).
   auto y = make_storage(xt::where(val(a) < 0.0f, 0.0f, val(a)));
@@ -189,7 +229,9 @@ constexpr float kInvSqrt2Pi = 0.3989422804014327f;
 // exact:  y = x Φ(x) = ½x(1 + erf(x/√2))        dx = g (Φ(x) + x φ(x))
 // approx: y = ½x(1 + tanh(u)), u = √(2/π)(x + 0.044715x³)
 //         dx = g (½(1 + t) + ½x(1 - t²) √(2/π)(1 + 3·0.044715x²)),  t = tanh(u)
-Tensor gelu(const Tensor& a, bool approximate) {
+Tensor gelu(const Tensor& a_arg, bool approximate) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "gelu", "the input");
   const View& x = val(a);
   if (approximate) {

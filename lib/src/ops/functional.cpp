@@ -14,7 +14,9 @@ namespace tg {
 using namespace detail;
 
 // y = x * m / (1 - p), m ~ Bernoulli(1 - p)      dx = g * m / (1 - p)
-Tensor dropout(const Tensor& a, float p, bool training) {
+Tensor dropout(const Tensor& a_arg, float p, bool training) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "dropout", "the input");
   if (!(p >= 0.0f && p <= 1.0f))
     throw ValueError("dropout: probability must be in [0, 1], got " + std::to_string(p));
@@ -31,8 +33,14 @@ Tensor dropout(const Tensor& a, float p, bool training) {
 //   x̂ = (x - μ) · rstd,  rstd = 1/√(σ² + eps),  y = x̂ · w + b
 //   dx = rstd · (ĝ - mean(ĝ) - x̂ · mean(ĝ · x̂)),  ĝ = g · w
 //   dw = Σ_r g · x̂,  db = Σ_r g
-Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
-                  const Tensor& bias, float eps) {
+Tensor layer_norm(const Tensor& x_arg, const Shape& normalized_shape, const Tensor& weight_arg,
+                  const Tensor& bias_arg, float eps) {
+  Tensor x_copy;
+  const Tensor& x = dense(x_arg, x_copy);
+  Tensor weight_copy;
+  const Tensor& weight = dense(weight_arg, weight_copy);
+  Tensor bias_copy;
+  const Tensor& bias = dense(bias_arg, bias_copy);
   require_defined(x, "layer_norm", "the input");
   const Shape xs = x.shape();
   const size_t k = normalized_shape.size();
@@ -184,7 +192,9 @@ inline float loss_grad_at(const Array& g, Reduction r, float denom, size_t e) {
 
 // Per target position: loss = -(1-ε)·logp[t] - (ε/K)·Σ_k logp[k],  logp = log_softmax(x)
 //   dx = (softmax(x) - (1-ε)·onehot(t) - ε/K) · upstream
-Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEntropyOptions& o) {
+Tensor cross_entropy(const Tensor& logits_arg, const Indices& targets, const CrossEntropyOptions& o) {
+  Tensor logits_copy;
+  const Tensor& logits = dense(logits_arg, logits_copy);
   require_defined(logits, "cross_entropy", "the input");
   const Shape xs = logits.shape();
   const LossSetup ls = setup_loss(xs, targets, o, "cross_entropy");
@@ -241,7 +251,9 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEn
 }
 
 // loss = -logp[t]              dlogp = -onehot(t) · upstream
-Tensor nll_loss(const Tensor& log_probs, const Indices& targets, const CrossEntropyOptions& o) {
+Tensor nll_loss(const Tensor& log_probs_arg, const Indices& targets, const CrossEntropyOptions& o) {
+  Tensor log_probs_copy;
+  const Tensor& log_probs = dense(log_probs_arg, log_probs_copy);
   require_defined(log_probs, "nll_loss", "the input");
   if (o.label_smoothing() != 0.0f)
     throw ValueError("nll_loss: label_smoothing is not supported (use cross_entropy)");
@@ -278,7 +290,11 @@ Tensor nll_loss(const Tensor& log_probs, const Indices& targets, const CrossEntr
 }
 
 // loss = (x - y)²  reduced;  composed from recorded ops, so its gradient comes for free.
-Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+Tensor mse_loss(const Tensor& input_arg, const Tensor& target_arg, Reduction reduction) {
+  Tensor input_copy;
+  const Tensor& input = dense(input_arg, input_copy);
+  Tensor target_copy;
+  const Tensor& target = dense(target_arg, target_copy);
   require_defined(input, "mse_loss", "the input");
   require_defined(target, "mse_loss", "the target");
   if (input.shape() != target.shape())

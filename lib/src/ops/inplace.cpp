@@ -5,7 +5,9 @@
 // node stands for self as it was before it.
 //
 // The operand broadcasts to self's shape, which never changes. An operand that shares self's
-// values (x.mul_(x)) is read as it was before the write.
+// storage (x.mul_(x), or a view of self) is read as it was before the write. self may be a
+// view: the write goes through its strides to the base, whose history records it
+// (autograd/views.cpp).
 #include <xtensor/xbroadcast.hpp>
 #include <xtensor/xmath.hpp>
 #include <xtensor/xnoalias.hpp>
@@ -20,39 +22,91 @@ namespace {
 
 void check_operand(const Tensor& self, const Tensor& other, const char* op) {
   require_defined(other, op, "the operand");
-  if (val(other).shape() == val(self).shape()) return;
-  const Shape s = shape_of(val(self)), o = shape_of(val(other));
+  if (other.impl()->shape == self.impl()->shape) return;
+  const Shape s = self.shape(), o = other.shape();
   if (!broadcasts_to(o, s))
     shape_error(op, "the operand's shape " + to_string(o) + " does not broadcast to the tensor's shape " +
                         to_string(s) + " (an in-place op keeps the tensor's shape)");
 }
 
+/// check_inplace, and a tensor whose elements are distinct: writing an expand() would write
+/// one storage element several times (PyTorch refuses it too).
+void check_writable(const Tensor& self, const char* op) {
+  check_inplace(self, op);
+  if (overlaps(*self.impl()))
+    throw ValueError(std::string(op) + ": unsupported operation: more than one element of the "
+                     "written-to tensor (shape " + to_string(self.shape()) + ", strides " +
+                     to_string(self.strides()) +
+                     ") refers to a single memory location (an expand()); clone() it first");
+}
+
 bool aliases(const Tensor& a, const Tensor& b) { return a.impl()->storage == b.impl()->storage; }
 
-/// The operand for the backward: itself, or a copy of it when it is self's own storage (which
-/// the write is about to change).
-Saved save_operand(const Tensor& other, const Tensor& self) {
-  return aliases(other, self) ? Saved(make_storage(Array(val(other)))) : Saved(other);
+/// An operand as the write reads it: its own values when they are contiguous and not part of
+/// self's storage, else a copy (x.mul_(x), a view of self, a strided view), which is also
+/// what a backward then reads.
+class Operand {
+ public:
+  Operand(const Tensor& other, const Tensor& self) {
+    const TensorImpl& o = *other.impl();
+    if (o.view && !aliases(other, self)) {
+      tensor_ = other;
+    } else {
+      copy_ = make_storage(dense_copy(o));
+      view_.emplace(view_of(copy_->data));
+    }
+  }
+  const View& values() const { return copy_ ? *view_ : val(tensor_); }
+  Saved saved() const { return copy_ ? Saved(copy_) : Saved(tensor_); }
+
+ private:
+  Tensor tensor_;
+  std::shared_ptr<Storage> copy_;
+  std::optional<View> view_;
+};
+
+/// Runs f on self's values as one dense block: its own when self is contiguous, else a copy
+/// that is then written back through self's strides.
+template <class F>
+void write_values(const Tensor& self, F&& f) {
+  TensorImpl& s = *self.impl();
+  if (s.view) {
+    f(*s.view);
+    return;
+  }
+  Array values = dense_copy(s);
+  View v = view_of(values);
+  f(v);
+  write_dense(s, values.data());
+}
+
+/// self's values now, for a backward: saved as they are, or copied out of a strided view.
+Saved snapshot(const Tensor& self) {
+  return self.is_contiguous() ? Saved(self) : Saved(make_storage(dense_copy(*self.impl())));
 }
 
 /// Whether the write will be recorded, so an op saves only what a recorded backward reads.
 bool recorded(const Tensor& self, const Tensor& other = Tensor()) {
-  return is_grad_enabled() &&
-         (self.requires_grad() || (other.defined() && other.requires_grad()));
+  return will_record(self, other);
 }
 
 }  // namespace
 
 // self ← src (broadcast)      dself = 0, dsrc = g (summed down to src's shape)
 const Tensor& Tensor::copy_(const Tensor& src) const {
-  check_inplace(*this, "copy_");
+  check_writable(*this, "copy_");
   check_operand(*this, src, "copy_");
-  if (!aliases(*this, src)) {
-    View& out = mutable_val(*this);
-    if (val(src).shape() == out.shape())
-      std::copy(val(src).begin(), val(src).end(), out.begin());
-    else
-      xt::noalias(out) = xt::broadcast(val(src), out.shape());
+  const TensorImpl &me = *impl_, &from = *src.impl();
+  const bool same = me.storage == from.storage && me.offset == from.offset &&
+                    me.shape == from.shape && me.strides == from.strides;  // x.copy_(x)
+  if (!same) {
+    const Operand s(src, *this);
+    write_values(*this, [&](View& out) {
+      if (s.values().shape() == out.shape())
+        std::copy(s.values().begin(), s.values().end(), out.begin());
+      else
+        xt::noalias(out) = xt::broadcast(s.values(), out.shape());
+    });
   }
   bump_version(*this);
   record_inplace("copy_", *this, {*this, src}, [](BackwardContext& ctx) {
@@ -63,9 +117,10 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
 
 // self ← self + other         dself = g, dother = g
 const Tensor& Tensor::add_(const Tensor& other) const {
-  check_inplace(*this, "add_");
+  check_writable(*this, "add_");
   check_operand(*this, other, "add_");
-  xt::noalias(mutable_val(*this)) += val(other);
+  const Operand o(other, *this);
+  write_values(*this, [&](View& x) { xt::noalias(x) += o.values(); });
   bump_version(*this);
   record_inplace("add_", *this, {*this, other}, [](BackwardContext& ctx) {
     if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? Array(ctx.grad) : ctx.take_grad());
@@ -76,9 +131,10 @@ const Tensor& Tensor::add_(const Tensor& other) const {
 
 // self ← self - other         dself = g, dother = -g
 const Tensor& Tensor::sub_(const Tensor& other) const {
-  check_inplace(*this, "sub_");
+  check_writable(*this, "sub_");
   check_operand(*this, other, "sub_");
-  xt::noalias(mutable_val(*this)) -= val(other);
+  const Operand o(other, *this);
+  write_values(*this, [&](View& x) { xt::noalias(x) -= o.values(); });
   bump_version(*this);
   record_inplace("sub_", *this, {*this, other}, [](BackwardContext& ctx) {
     if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? Array(ctx.grad) : ctx.take_grad());
@@ -89,13 +145,14 @@ const Tensor& Tensor::sub_(const Tensor& other) const {
 
 // self ← self * other         dself = g * other, dother = g * self_old
 const Tensor& Tensor::mul_(const Tensor& other) const {
-  check_inplace(*this, "mul_");
+  check_writable(*this, "mul_");
   check_operand(*this, other, "mul_");
   const bool rec = recorded(*this, other);
-  Saved so = rec ? save_operand(other, *this) : Saved();
+  const Operand o(other, *this);
+  Saved so = rec ? o.saved() : Saved();
   // self's old values, only if other's gradient will need them
-  Saved old = rec && other.requires_grad() ? Saved(make_storage(Array(val(*this)))) : Saved();
-  xt::noalias(mutable_val(*this)) *= val(other);
+  Saved old = rec && other.requires_grad() ? Saved(make_storage(dense_copy(*impl_))) : Saved();
+  write_values(*this, [&](View& x) { xt::noalias(x) *= o.values(); });
   bump_version(*this);
   record_inplace("mul_", *this, {*this, other}, [so, old](BackwardContext& ctx) {
     if (ctx.needs(0)) ctx.give(0, Array(ctx.grad * ctx.read(so)));
@@ -106,13 +163,14 @@ const Tensor& Tensor::mul_(const Tensor& other) const {
 
 // self ← self / other         dself = g / other, dother = -g * self_new / other
 const Tensor& Tensor::div_(const Tensor& other) const {
-  check_inplace(*this, "div_");
+  check_writable(*this, "div_");
   check_operand(*this, other, "div_");
   const bool rec = recorded(*this, other);
-  Saved so = rec ? save_operand(other, *this) : Saved();
-  xt::noalias(mutable_val(*this)) /= val(other);
+  const Operand o(other, *this);
+  Saved so = rec ? o.saved() : Saved();
+  write_values(*this, [&](View& x) { xt::noalias(x) /= o.values(); });
   bump_version(*this);
-  Saved out = rec && other.requires_grad() ? Saved(*this) : Saved();  // at the new version
+  Saved out = rec && other.requires_grad() ? snapshot(*this) : Saved();  // at the new version
   record_inplace("div_", *this, {*this, other}, [so, out](BackwardContext& ctx) {
     const View& b = ctx.read(so);
     if (ctx.needs(0)) ctx.give(0, Array(ctx.grad / b));
@@ -123,8 +181,8 @@ const Tensor& Tensor::div_(const Tensor& other) const {
 
 // self ← self + s             dself = g
 const Tensor& Tensor::add_(float s) const {
-  check_inplace(*this, "add_");
-  mutable_val(*this) += s;
+  check_writable(*this, "add_");
+  write_values(*this, [s](View& x) { x += s; });
   bump_version(*this);
   record_inplace("add_scalar_", *this, {*this},
                  [](BackwardContext& ctx) { ctx.give(0, ctx.take_grad()); });
@@ -133,8 +191,8 @@ const Tensor& Tensor::add_(float s) const {
 
 // self ← self - s             dself = g
 const Tensor& Tensor::sub_(float s) const {
-  check_inplace(*this, "sub_");
-  mutable_val(*this) -= s;
+  check_writable(*this, "sub_");
+  write_values(*this, [s](View& x) { x -= s; });
   bump_version(*this);
   record_inplace("sub_scalar_", *this, {*this},
                  [](BackwardContext& ctx) { ctx.give(0, ctx.take_grad()); });
@@ -143,8 +201,8 @@ const Tensor& Tensor::sub_(float s) const {
 
 // self ← self * s             dself = g * s
 const Tensor& Tensor::mul_(float s) const {
-  check_inplace(*this, "mul_");
-  mutable_val(*this) *= s;
+  check_writable(*this, "mul_");
+  write_values(*this, [s](View& x) { x *= s; });
   bump_version(*this);
   record_inplace("mul_scalar_", *this, {*this}, [s](BackwardContext& ctx) {
     Array g = ctx.take_grad();
@@ -156,8 +214,8 @@ const Tensor& Tensor::mul_(float s) const {
 
 // self ← self / s             dself = g / s
 const Tensor& Tensor::div_(float s) const {
-  check_inplace(*this, "div_");
-  mutable_val(*this) /= s;
+  check_writable(*this, "div_");
+  write_values(*this, [s](View& x) { x /= s; });
   bump_version(*this);
   record_inplace("div_scalar_", *this, {*this}, [s](BackwardContext& ctx) {
     Array g = ctx.take_grad();
@@ -169,16 +227,16 @@ const Tensor& Tensor::div_(float s) const {
 
 // self ← value                dself = 0
 const Tensor& Tensor::fill_(float value) const {
-  check_inplace(*this, "fill_");
-  mutable_val(*this).fill(value);
+  check_writable(*this, "fill_");
+  write_values(*this, [value](View& x) { x.fill(value); });
   bump_version(*this);
   record_inplace("fill_", *this, {*this}, [](BackwardContext&) {});
   return *this;
 }
 
 const Tensor& Tensor::zero_() const {
-  check_inplace(*this, "zero_");
-  mutable_val(*this).fill(0.0f);
+  check_writable(*this, "zero_");
+  write_values(*this, [](View& x) { x.fill(0.0f); });
   bump_version(*this);
   record_inplace("zero_", *this, {*this}, [](BackwardContext&) {});
   return *this;
@@ -186,18 +244,19 @@ const Tensor& Tensor::zero_() const {
 
 // self ← min(max(self, lo), hi)      dself = g where lo <= self_old <= hi, else 0
 const Tensor& Tensor::clamp_(float min, float max) const {
-  check_inplace(*this, "clamp_");
+  check_writable(*this, "clamp_");
   if (std::isnan(min) || std::isnan(max) || min > max)
     throw ValueError("clamp_: expected min <= max, got min " + std::to_string(min) + ", max " +
                      std::to_string(max));
-  View& x = mutable_val(*this);
   std::shared_ptr<Array> pass;  // 1 where the gradient passes
-  if (recorded(*this)) pass = std::make_shared<Array>(Array::from_shape(x.shape()));
-  float* p = x.data();
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (pass) pass->data()[i] = p[i] >= min && p[i] <= max ? 1.0f : 0.0f;
-    p[i] = p[i] < min ? min : p[i] > max ? max : p[i];  // NaN stays NaN
-  }
+  if (recorded(*this)) pass = std::make_shared<Array>(Array::from_shape(impl_->shape));
+  write_values(*this, [&](View& x) {
+    float* p = x.data();
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (pass) pass->data()[i] = p[i] >= min && p[i] <= max ? 1.0f : 0.0f;
+      p[i] = p[i] < min ? min : p[i] > max ? max : p[i];  // NaN stays NaN
+    }
+  });
   bump_version(*this);
   record_inplace("clamp_", *this, {*this}, [pass](BackwardContext& ctx) {
     Array g = ctx.take_grad();
@@ -209,11 +268,12 @@ const Tensor& Tensor::clamp_(float min, float max) const {
 
 // self ← value where mask     dself = g where not mask
 const Tensor& Tensor::masked_fill_(const Tensor& mask, float value) const {
-  check_inplace(*this, "masked_fill_");
+  check_writable(*this, "masked_fill_");
   check_operand(*this, mask, "masked_fill_");
-  View& x = mutable_val(*this);
-  auto keep = std::make_shared<Array>(xt::broadcast(xt::equal(val(mask), 0.0f), x.shape()));
-  xt::noalias(x) = xt::where(*keep > 0.0f, x, value);
+  const Operand m(mask, *this);
+  auto keep =
+      std::make_shared<Array>(xt::broadcast(xt::equal(m.values(), 0.0f), impl_->shape));
+  write_values(*this, [&](View& x) { xt::noalias(x) = xt::where(*keep > 0.0f, x, value); });
   bump_version(*this);
   record_inplace("masked_fill_", *this, {*this}, [keep](BackwardContext& ctx) {
     Array g = ctx.take_grad();

@@ -19,7 +19,11 @@ std::vector<int64_t> batch_offsets(const Shape& batch, const Shape& out_batch, i
 }  // namespace
 
 // C = A·B                 dA = G·Bᵀ, dB = Aᵀ·G   (summed over broadcast batch dims)
-Tensor matmul(const Tensor& a, const Tensor& b) {
+Tensor matmul(const Tensor& a_arg, const Tensor& b_arg) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
+  Tensor b_copy;
+  const Tensor& b = dense(b_arg, b_copy);
   if (!a.defined() || !b.defined()) throw ValueError("matmul: undefined tensor");
   const Shape as = a.shape(), bs = b.shape();
   if (as.empty() || bs.empty())
@@ -78,7 +82,13 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 // y = x Wᵀ + b, x seen as (M, in)      dx = G W,  dW = Gᵀ x,  db = Σ_rows G
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor linear(const Tensor& x_arg, const Tensor& weight_arg, const Tensor& bias_arg) {
+  Tensor x_copy;
+  const Tensor& x = dense(x_arg, x_copy);
+  Tensor weight_copy;
+  const Tensor& weight = dense(weight_arg, weight_copy);
+  Tensor bias_copy;
+  const Tensor& bias = dense(bias_arg, bias_copy);
   if (!x.defined() || !weight.defined()) throw ValueError("linear: undefined input or weight");
   const Shape xs = x.shape(), ws = weight.shape();
   if (ws.size() != 2) shape_error("linear", "weight must be 2-D (out, in), got " + to_string(ws));

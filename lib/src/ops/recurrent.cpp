@@ -86,7 +86,15 @@ Array shaped_like(const View& like, const std::vector<float>& values) {
 
 // Elman:  h_t = act(a_t),  a_t = xp_t + h_{t-1} W_hhᵀ + b_hh        -> hs (T, B, H)
 //         da_t = (dh_t + da_{t+1} W_hh) * act'(a_t)   [tanh' = 1 - h², relu' = h > 0]
-Tensor elman_recurrence(bool relu, const Tensor& xp, const Tensor& h0, const Tensor& w_hh, const Tensor& b_hh) {
+Tensor elman_recurrence(bool relu, const Tensor& xp_arg, const Tensor& h0_arg, const Tensor& w_hh_arg, const Tensor& b_hh_arg) {
+  Tensor xp_copy;
+  const Tensor& xp = dense(xp_arg, xp_copy);
+  Tensor h0_copy;
+  const Tensor& h0 = dense(h0_arg, h0_copy);
+  Tensor w_hh_copy;
+  const Tensor& w_hh = dense(w_hh_arg, w_hh_copy);
+  Tensor b_hh_copy;
+  const Tensor& b_hh = dense(b_hh_arg, b_hh_copy);
   const int64_t T = xp.size(0), B = xp.size(1), H = w_hh.size(1), BH = B * H;
   auto hs = make_storage(Array::from_shape(val(xp).shape()));
   const float* w = val(w_hh).data();
@@ -130,8 +138,18 @@ Tensor elman_recurrence(bool relu, const Tensor& xp, const Tensor& h0, const Ten
 // With dh = dL/dh_t and dc = dL/dc_t (from c_{t+1} and from h_t):
 //        dc = dc_next + dh o (1 - tanh²c),  da_i = dc g i(1-i),  da_f = dc c_{t-1} f(1-f),
 //        da_g = dc i (1-g²),  da_o = dh tanh(c) o(1-o),  dc_{t-1} = dc f,  dh_{t-1} = da W_hh
-Tensor lstm_recurrence(const Tensor& xp, const Tensor& h0, const Tensor& c0, const Tensor& w_hh,
-            const Tensor& b_hh) {
+Tensor lstm_recurrence(const Tensor& xp_arg, const Tensor& h0_arg, const Tensor& c0_arg, const Tensor& w_hh_arg,
+            const Tensor& b_hh_arg) {
+  Tensor xp_copy;
+  const Tensor& xp = dense(xp_arg, xp_copy);
+  Tensor h0_copy;
+  const Tensor& h0 = dense(h0_arg, h0_copy);
+  Tensor c0_copy;
+  const Tensor& c0 = dense(c0_arg, c0_copy);
+  Tensor w_hh_copy;
+  const Tensor& w_hh = dense(w_hh_arg, w_hh_copy);
+  Tensor b_hh_copy;
+  const Tensor& b_hh = dense(b_hh_arg, b_hh_copy);
   const int64_t T = xp.size(0), B = xp.size(1), G = xp.size(2), H = w_hh.size(1), BH = B * H;
   const auto sT = static_cast<size_t>(T), sB = static_cast<size_t>(B), sH = static_cast<size_t>(H);
   auto acts = std::make_shared<Array>(Array::from_shape(val(xp).shape()));  // i, f, g, o
@@ -209,7 +227,15 @@ Tensor lstm_recurrence(const Tensor& xp, const Tensor& h0, const Tensor& c0, con
 // With dh = dL/dh_t:  dz = dh (h_{t-1} - n),  dn = dh (1 - z),  dp_n = dn (1 - n²),
 //        dx_n = dp_n,  dgh_n = dp_n r,  d(r, z) pre-activations = dp_n gh_n r(1-r), dz z(1-z)
 //        (shared by dx and dgh),  dh_{t-1} = dh z + dgh W_hh
-Tensor gru_recurrence(const Tensor& xp, const Tensor& h0, const Tensor& w_hh, const Tensor& b_hh) {
+Tensor gru_recurrence(const Tensor& xp_arg, const Tensor& h0_arg, const Tensor& w_hh_arg, const Tensor& b_hh_arg) {
+  Tensor xp_copy;
+  const Tensor& xp = dense(xp_arg, xp_copy);
+  Tensor h0_copy;
+  const Tensor& h0 = dense(h0_arg, h0_copy);
+  Tensor w_hh_copy;
+  const Tensor& w_hh = dense(w_hh_arg, w_hh_copy);
+  Tensor b_hh_copy;
+  const Tensor& b_hh = dense(b_hh_arg, b_hh_copy);
   const int64_t T = xp.size(0), B = xp.size(1), G = xp.size(2), H = w_hh.size(1), BH = B * H;
   const auto sT = static_cast<size_t>(T), sB = static_cast<size_t>(B), sH = static_cast<size_t>(H);
   auto acts = std::make_shared<Array>(Array::from_shape(val(xp).shape()));  // r, z, n

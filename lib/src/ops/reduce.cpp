@@ -60,12 +60,20 @@ int64_t count_over(const Shape& in, const std::vector<int64_t>& axes_in, const c
 }
 }  // namespace
 
-Tensor sum(const Tensor& a) { return sum_impl(a, {}, false, 1.0f, "sum"); }
-Tensor sum(const Tensor& a, const std::vector<int64_t>& axes, bool keepdim) {
+Tensor sum(const Tensor& a_arg) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
+  return sum_impl(a, {}, false, 1.0f, "sum");
+}
+Tensor sum(const Tensor& a_arg, const std::vector<int64_t>& axes, bool keepdim) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
   return sum_impl(a, axes, keepdim, 1.0f, "sum");
 }
 Tensor mean(const Tensor& a) { return mean(a, {}, false); }
-Tensor mean(const Tensor& a, const std::vector<int64_t>& axes, bool keepdim) {
+Tensor mean(const Tensor& a_arg, const std::vector<int64_t>& axes, bool keepdim) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "mean", "the input");
   const int64_t n = count_over(a.shape(), axes, "mean");
   if (n == 0) throw ShapeError("mean: reducing over zero elements (shape " + to_string(a.shape()) + ")");
@@ -141,7 +149,9 @@ Array softmax_forward(const View& x, const AxisSplit& s, bool log) {
 }  // namespace
 
 // y = e^x / Σe^x            dx = y (g - Σ g y)
-Tensor softmax(const Tensor& a, int64_t axis) {
+Tensor softmax(const Tensor& a_arg, int64_t axis) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "softmax", "the input");
   const Shape in = a.shape();
   const AxisSplit s = split_at(in, norm_axis(axis, in.size(), "softmax"));
@@ -152,7 +162,9 @@ Tensor softmax(const Tensor& a, int64_t axis) {
 }
 
 // y = x - log Σe^x          dx = g - softmax(x) Σ g
-Tensor log_softmax(const Tensor& a, int64_t axis) {
+Tensor log_softmax(const Tensor& a_arg, int64_t axis) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "log_softmax", "the input");
   const Shape in = a.shape();
   const AxisSplit s = split_at(in, norm_axis(axis, in.size(), "log_softmax"));
