@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/storage.h"
+#include "autograd/node.h"
 #include "reference.h"
 #include "tapegrad/npz.h"
 #include "test_util.h"
@@ -300,6 +300,45 @@ TEST_F(Views, GradcheckInPlaceWritesThroughViews) {
   }, xw);
 }
 
+// ---- products read transposed views in place ---------------------------------------------
+
+namespace {
+// The op that produced input i of y's op ("permute" for a view read in place, "contiguous"
+// for a copy).
+std::string input_op(const Tensor& y, size_t i) {
+  const auto& e = y.impl()->grad_fn->next.at(i);
+  return e.fn ? e.fn->name : "(leaf)";
+}
+}  // namespace
+
+TEST_F(Views, ProductsReadTransposedViewsWithoutACopy) {
+  Tensor x = input({5, 3}), w = input({5, 4});
+  x.requires_grad_();
+  w.requires_grad_();
+  EXPECT_EQ(input_op(matmul(t(x), w), 0), "permute");
+  EXPECT_EQ(input_op(matmul(t(w), x), 1), "(leaf)");
+  EXPECT_EQ(input_op(linear(x, t(narrow(w, 0, 0, 3))), 1), "permute");  // weight (4, 3), transposed
+  EXPECT_EQ(input_op(linear(narrow(w, 1, 1, 3), t(narrow(w, 0, 0, 3))), 0), "narrow");  // rows 4 apart
+  EXPECT_EQ(input_op(matmul(transpose(reshape(w, {5, 2, 2}), 1, 2), narrow(t(x), 0, 0, 2)), 0), "permute");
+  // A matrix whose rows repeat (an expand) is copied first.
+  EXPECT_EQ(input_op(matmul(expand(narrow(x, 0, 0, 1), {4, 3}), t(x)), 0), "contiguous");
+  // Attention reads (B, H, T, D) views of (B, T, H·D) projections in place.
+  Tensor q = input({2, 5, 6});
+  q.requires_grad_();
+  const Tensor heads = transpose(view(q, {2, 5, 3, 2}), 1, 2);
+  EXPECT_FALSE(heads.is_contiguous());
+  EXPECT_EQ(input_op(scaled_dot_product_attention(heads, heads, heads), 0), "permute");
+  // The values and gradients are those of the copies.
+  check_grad([](const Inputs& v) { return matmul(t(v[0]), v[1]); }, {x, w});
+  check_grad([](const Inputs& v) {
+    return linear(narrow(v[1], 1, 1, 3), t(narrow(v[0], 0, 0, 3)), narrow(select(v[1], 0, 2), 0, 0, 3));
+  }, {x, w});
+  check_grad([](const Inputs& v) {
+    const Tensor h = transpose(view(v[0], {2, 5, 3, 2}), 1, 2);
+    return scaled_dot_product_attention(h, h, h, AttnMask(), true);
+  }, {q});
+}
+
 // ---- PyTorch reference values --------------------------------------------------------------
 
 TEST_F(Views, MatchPyTorchReadingViews) {
@@ -318,6 +357,10 @@ TEST_F(Views, MatchPyTorchReadingViews) {
              [](auto& v) { return matmul(transpose(v[0], 1, 2), v[1]); });
   check_case("linear_on_views", {"x", "w", "b"},
              [](auto& v) { return linear(narrow(v[0], 1, 1, 3), t(v[1]), v[2]); });
+  check_case("attention_on_views", {"q", "k", "v"}, [](auto& v) {
+    auto heads = [](const Tensor& x) { return transpose(view(x, {2, 5, 3, 2}), 1, 2); };
+    return scaled_dot_product_attention(heads(v[0]), heads(v[1]), heads(v[2]), AttnMask(), true);
+  });
 }
 
 TEST_F(Views, MatchPyTorchWritingThroughViews) {

@@ -93,6 +93,15 @@ def clamp_fill_through_view(x):
     return a * x
 
 
+def attention_on_views(q, k, v):
+    B, T, C, H = 2, 5, 6, 3
+    heads = lambda x: x.view(B, T, H, C // H).transpose(1, 2)
+    qh, kh, vh = heads(q), heads(k), heads(v)
+    s = qh @ kh.transpose(-2, -1) / (C // H) ** 0.5
+    s = s.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), float("-inf"))
+    return torch.softmax(s, -1) @ vh
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for f in os.listdir(OUT):
@@ -123,6 +132,8 @@ def main():
     case("base_write_then_view", base_write_then_view, x=r(3, 4), w=r(4))
     case("copy_into_plain_buffer", copy_into_plain_buffer, x=r(3), w=r(2, 4))
     case("clamp_fill_through_view", clamp_fill_through_view, x=r(3, 4))
+    # attention on (B, H, T, D) views of (B, T, H*D) projections, causal
+    case("attention_on_views", attention_on_views, q=r(2, 5, 6), k=r(2, 5, 6), v=r(2, 5, 6))
 
 
 if __name__ == "__main__":

@@ -56,17 +56,27 @@ Edge edge_to(const Tensor& t) {
 
 bool BackwardContext::needs(size_t i) const { return node_.next.at(i).defined(); }
 
-const View& BackwardContext::read(const Saved& s) const {
+void BackwardContext::check_version(const Saved& s) const {
   const uint32_t now = version_of(*s.storage_);
   if (now != s.version_)
     throw AutogradError(
         std::string("backward of op '") + node_.name +
         "': one of the variables needed for gradient computation has been modified by an "
-        "inplace operation: a tensor of shape " + to_string(shape_of(*s.view_)) +
+        "inplace operation: a tensor" +
+        (s.view_ ? " of shape " + to_string(shape_of(*s.view_)) : std::string()) +
         " is at version " + std::to_string(now) + "; expected version " +
         std::to_string(s.version_) + " (when '" + node_.name +
         "' saved it). Compute from a clone() instead, or write in place after backward()");
+}
+
+const View& BackwardContext::read(const Saved& s) const {
+  check_version(s);
   return *s.view_;
+}
+
+const float* BackwardContext::read_data(const Saved& s) const {
+  check_version(s);
+  return s.storage_->data.data() + s.offset_;
 }
 
 // Sums g down to input i's shape and adds it where it belongs: to the pending gradient of

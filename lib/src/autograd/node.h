@@ -28,16 +28,27 @@ class Saved {
   Saved() = default;  // nothing (an optional input that was not given)
   /// t's values as they are now, through its geometry (t is contiguous: ops call dense()).
   explicit Saved(const Tensor& t)
-      : storage_(t.impl()->storage), view_(val(t)), version_(version_of(*storage_)) {}
+      : storage_(t.impl()->storage), view_(val(t)), offset_(t.impl()->offset),
+        version_(version_of(*storage_)) {}
   /// A storage as it is now (an op's own output, saved for its backward).
   explicit Saved(std::shared_ptr<Storage> s)
       : storage_(std::move(s)), view_(view_of(storage_->data)), version_(version_of(*storage_)) {}
+  /// t's values in any geometry, for a kernel that walks its strides itself (a GEMM reading a
+  /// transposed view): read them with BackwardContext::read_data.
+  static Saved strided(const Tensor& t) {
+    Saved s;
+    s.storage_ = t.impl()->storage;
+    s.offset_ = t.impl()->offset;
+    s.version_ = version_of(*s.storage_);
+    return s;
+  }
   bool defined() const { return storage_ != nullptr; }
 
  private:
   friend class BackwardContext;
   std::shared_ptr<Storage> storage_;
-  std::optional<View> view_;
+  std::optional<View> view_;  // unless saved strided
+  int64_t offset_ = 0;
   uint32_t version_ = 0;
 };
 
@@ -74,8 +85,13 @@ class BackwardContext {
   /// an in-place write changed it after it was saved (PyTorch's "modified by an inplace
   /// operation").
   const View& read(const Saved& s) const;
+  /// The same check for a value saved with Saved::strided: its element 0, from which the op
+  /// steps by the strides it recorded.
+  const float* read_data(const Saved& s) const;
 
  private:
+  void check_version(const Saved& s) const;
+
   Array& grad_;
   Node& node_;
   std::optional<Array>* pending_;

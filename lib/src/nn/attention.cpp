@@ -114,6 +114,9 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   s.k = {Tk * C, head_dim, C};
   s.v = {Tk * C, head_dim, C};
   s.out = {Tq * C, head_dim, C};
+  s.dq = s.q;  // the projections' gradients in the projections' own (B, T, C) layout
+  s.dk = s.k;
+  s.dv = s.v;
   s.out_shape = {B, Tq, C};
   s.lead = {B, H};
   AttentionOutput result;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include <xtensor/xmath.hpp>
 #include <xtensor/xnoalias.hpp>
@@ -85,7 +86,7 @@ Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, cons
 
   auto P = std::make_shared<Array>(Array::from_shape(to_xshape(full)));
   float* p = P->data();
-  batched_gemm(s.B, s.H, false, true, Tq, Tk, s.D, scale, val(q).data(), s.q, val(k).data(), s.k,
+  batched_gemm(s.B, s.H, false, true, Tq, Tk, s.D, scale, q.impl()->ptr(), s.q, k.impl()->ptr(), s.k,
                p, lp);
   // Softmax in three sweeps, so that exp runs vectorized over the whole of S at once:
   // masked scores and the row maximum (each row then holds S - max, -inf where masked),
@@ -132,14 +133,16 @@ Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, cons
   }
 
   Array out = Array::from_shape(to_xshape(s.out_shape));
-  batched_gemm(s.B, s.H, false, false, Tq, s.Dv, Tk, 1.0f, pd, lp, val(v).data(), s.v,
+  batched_gemm(s.B, s.H, false, false, Tq, s.Dv, Tk, 1.0f, pd, lp, v.impl()->ptr(), s.v,
                out.data(), s.out);
   if (weights) *weights = make_leaf(keep ? std::move(dropped) : Array(*P));
 
-  const Saved sq(q), sk(k), sv(v);
+  const Saved sq = Saved::strided(q), sk = Saved::strided(k), sv = Saved::strided(v);
+  const Shape q_shape = q.shape(), k_shape = k.shape(), v_shape = v.shape();
   const Tensor mask_input = mask.defined() && !boolean ? mask.values : Tensor();
   return record(s.op, std::move(out), {q, k, v, mask_input},
-                [s, sq, sk, sv, P, keep, lp, full, scale](BackwardContext& ctx) {
+                [s, sq, sk, sv, q_shape, k_shape, v_shape, P, keep, lp, full,
+                 scale](BackwardContext& ctx) {
                   const int64_t N = s.B * s.H, Tq = s.Tq, Tk = s.Tk;
                   const float* g = ctx.grad.data();
                   if (ctx.needs(2)) {
@@ -149,15 +152,15 @@ Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, cons
                       pd_buf = *P * *keep;
                       pd = pd_buf.data();
                     }
-                    Array dv = Array::from_shape(ctx.read(sv).shape());
+                    Array dv = Array::from_shape(to_xshape(v_shape));
                     batched_gemm(s.B, s.H, true, false, Tk, s.Dv, Tq, 1.0f, pd, lp, g, s.out,
-                                 dv.data(), s.v);
+                                 dv.data(), s.dv);
                     ctx.give(2, std::move(dv));
                   }
                   if (!(ctx.needs(0) || ctx.needs(1) || ctx.needs(3))) return;
                   Array ds = Array::from_shape(to_xshape(full));
                   float* d = ds.data();
-                  batched_gemm(s.B, s.H, false, true, Tq, Tk, s.Dv, 1.0f, g, s.out, ctx.read(sv).data(),
+                  batched_gemm(s.B, s.H, false, true, Tq, Tk, s.Dv, 1.0f, g, s.out, ctx.read_data(sv),
                                s.v, d, lp);
                   const float* p = P->data();
                   const float* kp = keep ? keep->data() : nullptr;
@@ -171,15 +174,15 @@ Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, cons
                     for (int64_t j = 0; j < Tk; ++j) dr[j] = pr[j] * (dr[j] - dot);
                   }
                   if (ctx.needs(0)) {
-                    Array dq = Array::from_shape(ctx.read(sq).shape());
-                    batched_gemm(s.B, s.H, false, false, Tq, s.D, Tk, scale, d, lp, ctx.read(sk).data(),
-                                 s.k, dq.data(), s.q);
+                    Array dq = Array::from_shape(to_xshape(q_shape));
+                    batched_gemm(s.B, s.H, false, false, Tq, s.D, Tk, scale, d, lp, ctx.read_data(sk),
+                                 s.k, dq.data(), s.dq);
                     ctx.give(0, std::move(dq));
                   }
                   if (ctx.needs(1)) {
-                    Array dk = Array::from_shape(ctx.read(sk).shape());
-                    batched_gemm(s.B, s.H, true, false, Tk, s.D, Tq, scale, d, lp, ctx.read(sq).data(),
-                                 s.q, dk.data(), s.k);
+                    Array dk = Array::from_shape(to_xshape(k_shape));
+                    batched_gemm(s.B, s.H, true, false, Tk, s.D, Tq, scale, d, lp, ctx.read_data(sq),
+                                 s.q, dk.data(), s.dk);
                     ctx.give(1, std::move(dk));
                   }
                   if (ctx.needs(3)) ctx.give(3, std::move(ds));
@@ -190,19 +193,55 @@ Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, cons
 
 using namespace detail;
 
+namespace {
+/// Where an operand of shape (lead..., T, D) keeps its matrices, split as B = all lead dims but
+/// the last, H = the last: from its strides, so a (B, T, H, D) tensor's transpose(1, 2) view
+/// is read in place. nullopt when they do not fit a HeadLayout (columns not adjacent, or the
+/// B dims not one even step).
+std::optional<HeadLayout> head_layout(const TensorImpl& t) {
+  const size_t r = t.shape.size();
+  const int64_t T = static_cast<int64_t>(t.shape[r - 2]), D = static_cast<int64_t>(t.shape[r - 1]);
+  if (D != 1 && t.strides[r - 1] != 1) return std::nullopt;
+  HeadLayout l;
+  l.ld = T == 1 ? D : t.strides[r - 2];
+  if (T > 1 && l.ld < D) return std::nullopt;  // overlapping rows (an expand)
+  if (r >= 3) l.sh = t.shape[r - 3] == 1 ? 0 : t.strides[r - 3];
+  std::vector<size_t> stepped;  // the B dims longer than 1
+  for (size_t d = 0; d + 3 < r; ++d)
+    if (t.shape[d] != 1) stepped.push_back(d);
+  for (size_t i = 0; i + 1 < stepped.size(); ++i)
+    if (t.strides[stepped[i]] != t.strides[stepped[i + 1]] * static_cast<int64_t>(t.shape[stepped[i + 1]]))
+      return std::nullopt;
+  l.sb = stepped.empty() ? 0 : t.strides[stepped.back()];
+  return l;
+}
+
+/// The layout of a dense (lead..., T, D) block, split like head_layout's.
+HeadLayout dense_layout(const Shape& shape) {
+  const size_t r = shape.size();
+  const int64_t T = shape[r - 2], D = shape[r - 1], H = r >= 3 ? shape[r - 3] : 1;
+  return {H * T * D, T * D, D};
+}
+
+/// The operand itself when the kernel can read it where it lies, else its contiguous copy.
+const Tensor& attention_input(const Tensor& t, Tensor& copy, HeadLayout& layout) {
+  if (auto l = head_layout(*t.impl())) {
+    layout = *l;
+    return t;
+  }
+  copy = t.contiguous();
+  layout = *head_layout(*copy.impl());
+  return copy;
+}
+}  // namespace
+
 Tensor scaled_dot_product_attention(const Tensor& q_arg, const Tensor& k_arg, const Tensor& v_arg,
                                     const AttnMask& attn_mask, bool is_causal, float dropout_p,
                                     bool training, Tensor* weights) {
-  Tensor q_copy;
-  const Tensor& q = dense(q_arg, q_copy);
-  Tensor k_copy;
-  const Tensor& k = dense(k_arg, k_copy);
-  Tensor v_copy;
-  const Tensor& v = dense(v_arg, v_copy);
   const char* op = "scaled_dot_product_attention";
-  if (!q.defined() || !k.defined() || !v.defined())
+  if (!q_arg.defined() || !k_arg.defined() || !v_arg.defined())
     throw ValueError(std::string(op) + ": query, key and value must be defined");
-  const Shape qs = q.shape(), ks = k.shape(), vs = v.shape();
+  const Shape qs = q_arg.shape(), ks = k_arg.shape(), vs = v_arg.shape();
   const std::string all = "query " + to_string(qs) + ", key " + to_string(ks) + ", value " + to_string(vs);
   if (qs.size() < 2 || ks.size() != qs.size() || vs.size() != qs.size())
     shape_error(op, "query, key and value must have the same rank >= 2 (..., T, D), got " + all);
@@ -222,14 +261,20 @@ Tensor scaled_dot_product_attention(const Tensor& q_arg, const Tensor& k_arg, co
     shape_error(op, "value must have as many rows as key (" + std::to_string(s.Tk) + "), got " + all);
   if (numel_of(qs) == 0 || numel_of(ks) == 0 || numel_of(vs) == 0)
     shape_error(op, "empty inputs are not supported, got " + all);
-  s.H = numel_of(lead);  // one flat run of matrices
-  s.q = {0, s.Tq * s.D, s.D};
-  s.k = {0, s.Tk * s.D, s.D};
-  s.v = {0, s.Tk * s.Dv, s.Dv};
-  s.out = {0, s.Tq * s.Dv, s.Dv};
+  // Views ((B, T, H, D) projections seen as (B, H, T, D), say) are read where they lie.
+  Tensor q_copy, k_copy, v_copy;
+  const Tensor& q = attention_input(q_arg, q_copy, s.q);
+  const Tensor& k = attention_input(k_arg, k_copy, s.k);
+  const Tensor& v = attention_input(v_arg, v_copy, s.v);
+  s.H = lead.empty() ? 1 : lead.back();
+  s.B = numel_of(lead) / std::max<int64_t>(s.H, 1);
+  s.dq = dense_layout(qs);
+  s.dk = dense_layout(ks);
+  s.dv = dense_layout(vs);
   s.out_shape = lead;
   s.out_shape.push_back(s.Tq);
   s.out_shape.push_back(s.Dv);
+  s.out = dense_layout(s.out_shape);
   s.lead = lead;
   return attention(s, q, k, v, attn_mask, is_causal, dropout_p, training, weights);
 }

@@ -10,7 +10,8 @@ namespace tg {
 namespace detail {
 
 /// Where the matrix of batch b, head h of an operand starts (b·sb + h·sh) and how far apart
-/// its rows are (ld). (B, H, T, D) contiguous: {H·T·D, T·D, D}; (B, T, H·D): {T·H·D, D, H·D}.
+/// its rows are (ld); its columns are adjacent. (B, H, T, D) contiguous: {H·T·D, T·D, D};
+/// (B, T, H·D): {T·H·D, D, H·D}, which is also the (B, H, T, D) view of it.
 struct HeadLayout {
   int64_t sb = 0, sh = 0, ld = 0;
 };
@@ -18,7 +19,8 @@ struct HeadLayout {
 struct AttentionShape {
   const char* op = "scaled_dot_product_attention";
   int64_t B = 1, H = 1, Tq = 0, Tk = 0, D = 0, Dv = 0;
-  HeadLayout q, k, v, out;
+  HeadLayout q, k, v, out;  // where the operands' matrices are (from their element 0)
+  HeadLayout dq, dk, dv;    // how their gradients (dense, in the operands' shapes) are laid out
   Shape out_shape;  // the output tensor's shape (its layout is `out`)
   Shape lead;       // logical batch dims, prod = B·H: masks broadcast over lead + (Tq, Tk),
                     // and the weights have that shape

@@ -69,6 +69,36 @@ std::vector<int64_t> strided_offsets(const Shape& dims, const std::vector<int64_
   return off;
 }
 
+MatrixLayout matrix_layout(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col) {
+  // A dim of size 1 is never stepped, so its stride is free.
+  if ((cols == 1 || s_col == 1) && (rows == 1 || s_row >= cols))
+    return {true, false, rows == 1 ? std::max<int64_t>(cols, 1) : s_row};
+  if ((rows == 1 || s_row == 1) && (cols == 1 || s_col >= rows))
+    return {true, true, cols == 1 ? std::max<int64_t>(rows, 1) : s_col};
+  return {};
+}
+
+MatrixLayout as_matrix(const TensorImpl& t) {
+  const size_t r = t.shape.size();
+  if (r == 0) return {};
+  const int64_t cols = static_cast<int64_t>(t.shape[r - 1]);
+  if (t.contiguous()) return {true, false, std::max<int64_t>(cols, 1)};
+  if (r == 1) return matrix_layout(1, cols, cols, t.strides[0]);
+  int64_t rows = 1;
+  std::vector<size_t> stepped;  // the leading dims longer than 1 (a size-1 dim's stride is free)
+  for (size_t d = 0; d + 1 < r; ++d) {
+    rows *= static_cast<int64_t>(t.shape[d]);
+    if (t.shape[d] != 1) stepped.push_back(d);
+  }
+  // They must merge into one: each steps over the whole of the next.
+  for (size_t k = 0; k + 1 < stepped.size(); ++k)
+    if (t.strides[stepped[k]] !=
+        t.strides[stepped[k + 1]] * static_cast<int64_t>(t.shape[stepped[k + 1]]))
+      return {};
+  const int64_t s_row = stepped.empty() ? cols : t.strides[stepped.back()];
+  return matrix_layout(rows, cols, s_row, t.strides[r - 1]);
+}
+
 Array softmax_backward(const View& y, const Array& g, const AxisSplit& s, bool log) {
   Array gx = Array::from_shape(y.shape());
   const float *py = y.data(), *pg = g.data();

@@ -42,6 +42,20 @@ std::vector<int64_t> broadcast_strides(const Shape& shape, const Shape& target, 
 /// that walks broadcast batch dims (matmul's operands, attention's masks).
 std::vector<int64_t> strided_offsets(const Shape& dims, const std::vector<int64_t>& strides);
 
+/// How a GEMM reads a (rows, cols) matrix whose elements are s_row and s_col apart (strides,
+/// in elements): as stored (trans = false: element (r, c) at r·ld + c) or through its
+/// transpose flag (element (r, c) at c·ld + r). ok = false when neither fits: a matrix that is
+/// not contiguous along either dim, or whose rows overlap (an expand). To read the matrix
+/// transposed, flip `trans` and keep the pointer and ld.
+struct MatrixLayout {
+  bool ok = false, trans = false;
+  int64_t ld = 0;
+};
+MatrixLayout matrix_layout(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col);
+/// A tensor seen as one matrix: its leading dims as rows (they must step evenly through
+/// memory), its last dim as columns. A 0-d tensor is not a matrix (ok = false).
+MatrixLayout as_matrix(const TensorImpl& t);
+
 /// The backward of softmax (log = false) and log_softmax (log = true) along the axis of `s`,
 /// from their output y and its gradient g:
 ///   softmax      dx = y (g - Σ g y)          log_softmax  dx = g - e^y Σ g
