@@ -436,3 +436,89 @@ TEST_F(Views, CheckpointsAndNpzWriteAViewsOwnElements) {
   EXPECT_EQ(arrays[1].second.to_vector(), rows.to_vector());
   EXPECT_EQ(arrays[2].second.to_vector(), col.to_vector());
 }
+
+// ---- regressions found in review -----------------------------------------------------------
+
+TEST_F(Views, BackwardFromAViewWhoseBaseWasWrittenGoesThroughTheWrite) {
+  Tensor a = tensor({1, 2, 3}, true);
+  Tensor x = a * 1.0f;
+  Tensor v = narrow(x, 0, 0, 2);
+  x.mul_(2.0f);
+  v.backward(ones({2}));
+  EXPECT_EQ(a.grad().to_vector(), (std::vector<float>{2, 2, 0}));  // PyTorch: AsStridedBackward
+  // A view of a plain buffer that a write gave a history.
+  Tensor w = tensor({1, 2, 3}, true);
+  Tensor y = zeros({3});
+  Tensor u = narrow(y, 0, 0, 2);
+  y.copy_(w);
+  EXPECT_TRUE(u.requires_grad());
+  EXPECT_FALSE(u.is_leaf());
+  EXPECT_EQ(u.op_name(), "as_strided");
+  u.retain_grad();
+  sum(u * 3.0f).backward();
+  EXPECT_EQ(w.grad().to_vector(), (std::vector<float>{3, 3, 0}));
+  EXPECT_EQ(u.grad().to_vector(), (std::vector<float>{3, 3}));
+}
+
+TEST_F(Views, SetGradCopiesAView) {
+  Tensor p = ones({2, 3}, true);
+  const Tensor m = seq({3, 2});
+  p.set_grad(t(m));
+  EXPECT_EQ(p.grad().shape(), (Shape{2, 3}));
+  EXPECT_EQ(p.grad().to_vector(), t(m).to_vector());
+  Tensor q = ones({2}, true);
+  q.set_grad(narrow(tensor({100, 3, 4, 100}), 0, 1, 2));
+  EXPECT_EQ(q.grad().to_vector(), (std::vector<float>{3, 4}));
+  EXPECT_FLOAT_EQ(nn::utils::clip_grad_norm_({q}, 1e9), 5.0f);
+}
+
+TEST_F(Views, MaxReadsAStridedInput) {
+  const Tensor x = input({3, 4});
+  const auto [v1, i1] = max(t(x), 1);
+  const auto [v2, i2] = max(t(x).contiguous(), 1);
+  EXPECT_EQ(v1.to_vector(), v2.to_vector());
+  EXPECT_EQ(i1.values, i2.values);
+}
+
+TEST_F(Views, EmptyExpandsAndSumsDoNotCrash) {
+  Tensor x = rand({3}, true);
+  sum(expand(x, {0, 3})).backward();
+  EXPECT_EQ(x.grad().to_vector(), std::vector<float>(3, 0.0f));
+  EXPECT_EQ(sum(zeros({0, 3}), {0}).to_vector(), std::vector<float>(3, 0.0f));
+  EXPECT_EQ(sum(zeros({0, 3}), {0}, true).shape(), (Shape{1, 3}));
+  x.set_grad(Tensor());
+  sum(add(zeros({0, 3}), x)).backward();
+  EXPECT_EQ(x.grad().to_vector(), std::vector<float>(3, 0.0f));
+}
+
+TEST_F(Views, ANoGradViewOfARewrittenBaseIsRefusedInGradMode) {
+  Tensor a = rand({3}, true);
+  Tensor x = a * 1.0f;
+  Tensor v;
+  {
+    NoGradGuard no_grad;
+    v = narrow(x, 0, 0, 2);
+  }
+  x.mul_(2.0f);
+  EXPECT_THROW(v * 3.0f, AutogradError);  // PyTorch: "A view was created in no_grad mode..."
+  NoGradGuard no_grad;
+  EXPECT_EQ((v * 1.0f).to_vector(), narrow(x, 0, 0, 2).to_vector());
+}
+
+TEST_F(Views, DivThroughAViewSurvivesAWriteToAnotherSlice) {
+  Tensor a = tensor({1, 2, 3, 4}, true), b = tensor({2, 2}, true);
+  Tensor x = a * 1.0f;
+  narrow(x, 0, 0, 2).div_(b);
+  narrow(x, 0, 2, 2).mul_(3.0f);
+  sum(x).backward();
+  EXPECT_EQ(a.grad().to_vector(), (std::vector<float>{0.5f, 0.5f, 3, 3}));  // PyTorch's
+  EXPECT_EQ(b.grad().to_vector(), (std::vector<float>{-0.25f, -0.5f}));
+}
+
+TEST_F(Views, ZeroSizeAndEdgeGeometryAsInPyTorch) {
+  EXPECT_EQ(zeros({2, 0, 3}).strides(), (Shape{3, 3, 1}));
+  EXPECT_TRUE(expand(rand({3}), {0, 3}).is_contiguous());
+  EXPECT_EQ(narrow(seq({5}), 0, -2, 2).to_vector(), (std::vector<float>{3, 4}));
+  EXPECT_THROW(narrow(seq({5}), 0, -6, 1), IndexError);
+  EXPECT_FLOAT_EQ(transpose(scalar(2.0f), 0, -1).item(), 2.0f);
+}

@@ -259,6 +259,7 @@ constexpr int kMaxDepth = 256;
 thread_local int backward_depth = 0;
 
 void replay(const Tensor& root, const Tensor& grad, bool retain_graph) {
+  refresh_view(root.impl());  // a view whose base was written since: its history goes through it
   TensorImpl& r = *root.impl();
   const Shape shape = root.shape();
   if (!r.requires_grad)
@@ -362,6 +363,7 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
 
 Array sum_to(const Array& g, const Shape& target) {
   if (same_shape(g, target)) return g;
+  if (g.size() == 0) return xt::zeros<float>(to_xshape(target));  // xtensor's sum crashes here
   const Shape gs = shape_of(g);
   const size_t lead = gs.size() - target.size();
   std::vector<size_t> axes;

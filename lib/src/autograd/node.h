@@ -139,8 +139,10 @@ std::shared_ptr<Node> make_node(const char* name, const Tensor* inputs, size_t n
 /// history, an op that reads the view gets a history that goes through it (PyTorch
 /// regenerates a view's grad_fn the same way). Called wherever the tape reads a history.
 void regenerate_view_history(const std::shared_ptr<TensorImpl>& view);
+/// A view made in no-grad mode does not follow (as in PyTorch): once its base has a new
+/// history, using it where a history is read throws tg::AutogradError.
 inline void refresh_view(const std::shared_ptr<TensorImpl>& t) {
-  if (t->base && t->tracks_base && t->base_history != t->base->history) regenerate_view_history(t);
+  if (t->base && t->base_history != t->base->history) regenerate_view_history(t);
 }
 /// An in-place op on a view, recorded (record_inplace): the base's history becomes the write
 /// (the op's closure run on the view's slice of the base's gradient, PyTorch's CopySlices)

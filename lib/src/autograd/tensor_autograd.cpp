@@ -22,7 +22,10 @@ void Tensor::set_grad(const Tensor& g) const {
   if (g.shape() != shape())
     throw ShapeError("set_grad: gradient shape " + tg::to_string(g.shape()) +
                      " does not match the tensor's shape " + tg::to_string(shape()));
-  impl_->grad = g.impl()->storage;
+  const TensorImpl& gi = *g.impl();
+  const bool whole = gi.contiguous() && gi.offset == 0 && gi.shape == gi.storage->data.shape();
+  // A view (part of a larger storage, or strided) is copied: .grad() is a whole storage.
+  impl_->grad = whole ? gi.storage : make_storage(dense_copy(gi));
 }
 
 void Tensor::zero_grad() const {
@@ -40,13 +43,17 @@ const Tensor& Tensor::requires_grad_(bool on) const {
 }
 
 void Tensor::retain_grad() const {
-  if (!checked(impl_, "retain_grad").requires_grad)
+  checked(impl_, "retain_grad");
+  refresh_view(impl_);
+  if (!impl_->requires_grad)
     throw AutogradError("retain_grad: the tensor does not require grad");
   impl_->retains_grad = true;
 }
 
 std::string Tensor::op_name() const {
-  const auto& fn = checked(impl_, "op_name").grad_fn;
+  checked(impl_, "op_name");
+  refresh_view(impl_);
+  const auto& fn = impl_->grad_fn;
   return fn ? fn->name : "";
 }
 
@@ -56,8 +63,18 @@ void Tensor::backward(const Tensor& grad, bool retain_graph) const {
 
 uint32_t Tensor::version() const { return version_of(*checked(impl_, "version").storage); }
 
-bool Tensor::requires_grad() const { return checked(impl_, "requires_grad").requires_grad; }
+// Each query first brings a view's history up to date (refresh_view): a write to its base may
+// have given it one.
+bool Tensor::requires_grad() const {
+  checked(impl_, "requires_grad");
+  refresh_view(impl_);
+  return impl_->requires_grad;
+}
 
-bool Tensor::is_leaf() const { return !checked(impl_, "is_leaf").grad_fn; }
+bool Tensor::is_leaf() const {
+  checked(impl_, "is_leaf");
+  refresh_view(impl_);
+  return !impl_->grad_fn;
+}
 
 }  // namespace tg

@@ -10,6 +10,8 @@
 // Both work on the gradient laid out as the storage is: a buffer with one element per
 // storage element, where the base's gradient is written at the base's geometry, and the
 // view's read at the view's.
+#include <mutex>
+
 #include <xtensor/xbuilder.hpp>
 
 #include "autograd/node.h"
@@ -40,8 +42,21 @@ Array read_at(const Array& buf, const Geometry& g) {
 
 // y = base seen through the view's geometry      dbase = g added at the view's elements
 void regenerate_view_history(const std::shared_ptr<TensorImpl>& view) {
+  // Two threads may read one stale view; one of them regenerates it. (Writing a base in place
+  // while another thread reads its views is a race on the values anyway.)
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
   TensorImpl& v = *view;
   const std::shared_ptr<TensorImpl>& base = v.base;
+  if (v.base_history == base->history) return;  // the other thread did it
+  if (!v.tracks_base) {
+    if (!base->requires_grad || !is_grad_enabled()) return;
+    throw AutogradError(
+        "a view (shape " + to_string(Shape(v.shape.begin(), v.shape.end())) +
+        ") was made in no-grad mode, and its base has since been written in place with grad "
+        "mode on, so the view's values have a history it does not know; make the view with "
+        "grad mode on, or under tg::NoGradGuard use it only there");
+  }
   v.base_history = base->history;
   if (!base->requires_grad) return;  // nothing to follow
   const Geometry vg = geometry_of(v), bg = geometry_of(*base);

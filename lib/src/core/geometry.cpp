@@ -1,6 +1,7 @@
 // Geometry: the shape, strides and offset through which a tensor sees its storage, and the
 // two loops every strided view needs: reading its elements out in row-major order, and
 // writing them back.
+#include <algorithm>
 #include <string>
 
 #include "core/shape.h"
@@ -14,13 +15,15 @@ Strides contiguous_strides(const Array::shape_type& shape) {
   int64_t step = 1;
   for (size_t d = shape.size(); d-- > 0;) {
     s[d] = step;
-    step *= static_cast<int64_t>(shape[d]);
+    step *= std::max<int64_t>(static_cast<int64_t>(shape[d]), 1);  // as PyTorch, for size 0
   }
   return s;
 }
 
 namespace {
 bool is_row_major(const Array::shape_type& shape, const Strides& strides) {
+  for (auto d : shape)
+    if (d == 0) return true;  // no elements: contiguous, as in PyTorch
   int64_t step = 1;
   for (size_t d = shape.size(); d-- > 0;) {
     if (shape[d] != 1 && strides[d] != step) return false;  // a size-1 dim's stride is free

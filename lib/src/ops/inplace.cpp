@@ -80,11 +80,6 @@ void write_values(const Tensor& self, F&& f) {
   write_dense(s, values.data());
 }
 
-/// self's values now, for a backward: saved as they are, or copied out of a strided view.
-Saved snapshot(const Tensor& self) {
-  return self.is_contiguous() ? Saved(self) : Saved(make_storage(dense_copy(*self.impl())));
-}
-
 /// Whether the write will be recorded, so an op saves only what a recorded backward reads.
 bool recorded(const Tensor& self, const Tensor& other = Tensor()) {
   return will_record(self, other);
@@ -170,7 +165,9 @@ const Tensor& Tensor::div_(const Tensor& other) const {
   Saved so = rec ? o.saved() : Saved();
   write_values(*this, [&](View& x) { xt::noalias(x) /= o.values(); });
   bump_version(*this);
-  Saved out = rec && other.requires_grad() ? snapshot(*this) : Saved();  // at the new version
+  // The result, copied: a later write elsewhere in the storage (another slice) must not
+  // invalidate it.
+  Saved out = rec && other.requires_grad() ? Saved(make_storage(dense_copy(*impl_))) : Saved();
   record_inplace("div_", *this, {*this, other}, [so, out](BackwardContext& ctx) {
     const View& b = ctx.read(so);
     if (ctx.needs(0)) ctx.give(0, Array(ctx.grad / b));

@@ -39,9 +39,17 @@ Tensor sum_impl(const Tensor& a, const std::vector<int64_t>& axes_in, bool keepd
   require_defined(a, name, "the input");
   const Shape in = a.shape();
   const auto axes = reduce_axes(axes_in, in.size(), name);
-  Array r = xt::sum(val(a), axes, xt::evaluation_strategy::immediate);
-  if (scale != 1.0f) r *= scale;
   const Shape kshape = keepdim_shape(in, axes);
+  // xtensor's immediate sum crashes on an empty input; a sum over no elements is 0.
+  Array r = val(a).size() == 0 ? Array(xt::zeros<float>(to_xshape(kshape)))
+                               : Array(xt::sum(val(a), axes, xt::evaluation_strategy::immediate));
+  if (scale != 1.0f) r *= scale;
+  if (val(a).size() == 0 && !keepdim) {  // drop the reduced dims, as the sum would
+    Shape drop;
+    for (size_t d = 0; d < in.size(); ++d)
+      if (std::find(axes.begin(), axes.end(), d) == axes.end()) drop.push_back(in[d]);
+    r.reshape(to_xshape(drop));
+  }
   if (keepdim) r.reshape(to_xshape(kshape));
   // dx = broadcast(g) * scale
   return record(name, std::move(r), {a}, [in, kshape, scale](BackwardContext& ctx) {
@@ -81,7 +89,9 @@ Tensor mean(const Tensor& a_arg, const std::vector<int64_t>& axes, bool keepdim)
 }
 
 // values = max over `axis`, idx = argmax (first on ties)      dx = g at idx, 0 elsewhere
-std::pair<Tensor, Indices> max(const Tensor& a, int64_t axis, bool keepdim) {
+std::pair<Tensor, Indices> max(const Tensor& a_arg, int64_t axis, bool keepdim) {
+  Tensor a_copy;
+  const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "max", "the input");
   const Shape in = a.shape();
   const size_t ax = norm_axis(axis, in.size(), "max");

@@ -207,6 +207,7 @@ Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
   if (x.shape.empty()) shape_error("narrow", "cannot narrow a 0-d tensor");
   const size_t ax = norm_axis(dim, x.shape.size(), "narrow");
   const int64_t n = static_cast<int64_t>(x.shape[ax]);
+  if (start < 0 && start >= -n) start += n;  // counts from the end, as in PyTorch
   if (start < 0 || length < 0 || start > n || length > n - start)  // no overflow
     throw IndexError("narrow: start " + std::to_string(start) + " and length " +
                      std::to_string(length) + " out of range for dim " + std::to_string(ax) +
@@ -291,9 +292,15 @@ Tensor permute(const Tensor& a, const std::vector<int64_t>& dims) {
 Tensor transpose(const Tensor& a, int64_t d0, int64_t d1) {
   require_defined(a, "transpose", "the input");
   const size_t r = static_cast<size_t>(a.dim());
+  if (r == 0) {  // a 0-d tensor has dims 0 and -1, as in PyTorch: itself, as a view
+    norm_axis(d0, 1, "transpose");
+    norm_axis(d1, 1, "transpose");
+    return permute(a, {});
+  }
+  const size_t i = norm_axis(d0, r, "transpose"), j = norm_axis(d1, r, "transpose");
   std::vector<int64_t> dims(r);
   std::iota(dims.begin(), dims.end(), 0);
-  std::swap(dims[norm_axis(d0, r, "transpose")], dims[norm_axis(d1, r, "transpose")]);
+  std::swap(dims[i], dims[j]);
   return permute(a, dims);
 }
 
