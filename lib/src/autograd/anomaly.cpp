@@ -130,7 +130,7 @@ void check_gradient(const Node& node, size_t i, const Array& g, const Array& gra
     received = to_string(shape_of(grad_out)) + (gc.finite() ? ", finite" : ", holding " + describe(gc));
   }
   const Edge& in = node.next[i];
-  const auto& want = in.fn ? in.fn->shape : in.leaf->shape;
+  const auto& want = in.fn ? in.fn->shape : in.leaf->shape();
   const Shape in_shape(want.begin(), want.end());
   throw AnomalyError("anomaly detected: the backward of op '" + std::string(node.name) + "'" +
                      in_module(node.module) + " produced " + describe(c) +

@@ -63,7 +63,7 @@ void BackwardContext::check_version(const Saved& s) const {
         std::string("backward of op '") + node_.name +
         "': one of the variables needed for gradient computation has been modified by an "
         "inplace operation: a tensor" +
-        (s.view_ ? " of shape " + to_string(shape_of(*s.view_)) : std::string()) +
+        " of shape " + to_string(shape_of(s.window_ ? *s.window_ : s.storage_->data)) +
         " is at version " + std::to_string(now) + "; expected version " +
         std::to_string(s.version_) + " (when '" + node_.name +
         "' saved it). Compute from a clone() instead, or write in place after backward()");
@@ -71,7 +71,7 @@ void BackwardContext::check_version(const Saved& s) const {
 
 const View& BackwardContext::read(const Saved& s) const {
   check_version(s);
-  return *s.view_;
+  return s.window_ ? *s.window_ : s.storage_->data;
 }
 
 const float* BackwardContext::read_data(const Saved& s) const {
@@ -93,7 +93,7 @@ void BackwardContext::give(size_t i, Array g) {
     else self_grad_->emplace(std::move(g));
     return;
   }
-  const auto& want = e.fn ? e.fn->shape : e.leaf->shape;
+  const auto& want = e.fn ? e.fn->shape : e.leaf->shape();
   if (g.shape() != want) {
     const Shape target(want.begin(), want.end());
     if (!broadcasts_to(target, shape_of(g)))
@@ -173,7 +173,7 @@ Tensor record_impl(const char* name, std::shared_ptr<Storage> value, const Tenso
                    BackwardFn fn) {
   auto impl = impl_over(std::move(value));
   if (any_requires_grad(inputs, n)) {
-    impl->grad_fn = make_node(name, inputs, n, impl->shape, std::move(fn), impl);
+    impl->grad_fn = make_node(name, inputs, n, impl->shape(), std::move(fn), impl);
     impl->requires_grad = true;
   }
   Tensor out(std::move(impl));
@@ -205,11 +205,11 @@ Tensor record(const char* name, Array value, std::initializer_list<Tensor> input
 Tensor record_view(const char* name, std::shared_ptr<TensorImpl> view, const Tensor& input,
                    BackwardFn fn) {
   if (any_requires_grad(&input, 1)) {
-    view->grad_fn = make_node(name, &input, 1, view->shape, std::move(fn), view);
+    view->grad_fn = make_node(name, &input, 1, view->shape(), std::move(fn), view);
     view->requires_grad = true;
   }
-  view->base_history = view->base->history;
-  view->tracks_base = grad_enabled;
+  view->vi->base_history = view->vi->base->history;
+  view->vi->tracks_base = grad_enabled;
   Tensor out(std::move(view));
   if (anomaly_on()) check_forward(name, out, &input, 1);
   return out;
@@ -223,13 +223,14 @@ void check_inplace(const Tensor& self, const char* op) {
                         to_string(self.shape()) +
                         ") is being used in an in-place operation; write it under "
                         "tg::NoGradGuard (PyTorch's torch.no_grad())");
-  if (grad_enabled && s.base && s.base->requires_grad && !s.base->grad_fn)
+  const TensorImpl* base = s.base() ? s.base()->get() : nullptr;
+  if (grad_enabled && base && base->requires_grad && !base->grad_fn)
     throw AutogradError(std::string(op) + ": a view (shape " + to_string(self.shape()) +
                         ") of a leaf tensor that requires grad (shape " +
-                        to_string(Shape(s.base->shape.begin(), s.base->shape.end())) +
+                        to_string(Shape(base->shape().begin(), base->shape().end())) +
                         ") is being used in an in-place operation; write it under "
                         "tg::NoGradGuard, or write a clone()");
-  if (grad_enabled && s.base && !s.tracks_base && s.base->requires_grad)
+  if (grad_enabled && base && !s.vi->tracks_base && base->requires_grad)
     throw AutogradError(std::string(op) + ": a view (shape " + to_string(self.shape()) +
                         ") was made in no-grad mode and is being written in place with grad "
                         "mode on, so its base's history cannot record the write; make the view "
@@ -241,9 +242,9 @@ void record_inplace(const char* name, const Tensor& self, const std::vector<Tens
   if (anomaly_on()) check_forward(name, self, inputs.data(), inputs.size());
   if (!any_requires_grad(inputs.data(), inputs.size())) return;
   TensorImpl& s = *self.impl();
-  if (s.base) return rebase_through_view(name, self, inputs, std::move(fn));
+  if (s.base()) return rebase_through_view(name, self, inputs, std::move(fn));
   // The edges point at self's old history (inputs[0] is self, before the rebase).
-  auto node = make_node(name, inputs.data(), inputs.size(), s.shape,
+  auto node = make_node(name, inputs.data(), inputs.size(), s.shape(),
                         std::move(fn), self.impl());
   if (s.grad_fn) s.grad_fn->output.reset();  // retain_grad now means the new value's gradient
   s.grad_fn = std::move(node);
@@ -277,7 +278,7 @@ void replay(const Tensor& root, const Tensor& grad, bool retain_graph) {
           "backward: grad can be implicitly created only for scalar outputs, but the tensor "
           "has shape " +
           to_string(shape) + "; pass an upstream gradient of that shape");
-    seed = xt::ones<float>(r.shape);
+    seed = xt::ones<float>(r.shape());
   }
   if (anomaly_on()) check_seed(r.grad_fn.get(), seed);
   if (!r.grad_fn) {  // a leaf: its gradient is the seed

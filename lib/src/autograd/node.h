@@ -28,17 +28,18 @@ class Saved {
   Saved() = default;  // nothing (an optional input that was not given)
   /// t's values as they are now, through its geometry (t is contiguous: ops call dense()).
   explicit Saved(const Tensor& t)
-      : storage_(t.impl()->storage), view_(val(t)), offset_(t.impl()->offset),
-        version_(version_of(*storage_)) {}
+      : storage_(t.impl()->storage), offset_(t.impl()->offset()), version_(version_of(*storage_)) {
+    const View& v = val(t);
+    if (&v != &storage_->data) window_ = std::make_shared<const View>(v);  // a view's
+  }
   /// A storage as it is now (an op's own output, saved for its backward).
-  explicit Saved(std::shared_ptr<Storage> s)
-      : storage_(std::move(s)), view_(view_of(storage_->data)), version_(version_of(*storage_)) {}
+  explicit Saved(std::shared_ptr<Storage> s) : storage_(std::move(s)), version_(version_of(*storage_)) {}
   /// t's values in any geometry, for a kernel that walks its strides itself (a GEMM reading a
   /// transposed view): read them with BackwardContext::read_data.
   static Saved strided(const Tensor& t) {
     Saved s;
     s.storage_ = t.impl()->storage;
-    s.offset_ = t.impl()->offset;
+    s.offset_ = t.impl()->offset();
     s.version_ = version_of(*s.storage_);
     return s;
   }
@@ -47,7 +48,7 @@ class Saved {
  private:
   friend class BackwardContext;
   std::shared_ptr<Storage> storage_;
-  std::optional<View> view_;  // unless saved strided
+  std::shared_ptr<const View> window_;  // a contiguous view's; null: the whole storage
   int64_t offset_ = 0;
   uint32_t version_ = 0;
 };
@@ -142,7 +143,8 @@ void regenerate_view_history(const std::shared_ptr<TensorImpl>& view);
 /// A view made in no-grad mode does not follow (as in PyTorch): once its base has a new
 /// history, using it where a history is read throws tg::AutogradError.
 inline void refresh_view(const std::shared_ptr<TensorImpl>& t) {
-  if (t->base && t->base_history != t->base->history) regenerate_view_history(t);
+  if (t->vi && t->vi->base && t->vi->base_history != t->vi->base->history)
+    regenerate_view_history(t);
 }
 /// An in-place op on a view, recorded (record_inplace): the base's history becomes the write
 /// (the op's closure run on the view's slice of the base's gradient, PyTorch's CopySlices)

@@ -23,7 +23,7 @@ void Tensor::set_grad(const Tensor& g) const {
     throw ShapeError("set_grad: gradient shape " + tg::to_string(g.shape()) +
                      " does not match the tensor's shape " + tg::to_string(shape()));
   const TensorImpl& gi = *g.impl();
-  const bool whole = gi.contiguous() && gi.offset == 0 && gi.shape == gi.storage->data.shape();
+  const bool whole = gi.contiguous() && gi.offset() == 0 && gi.shape() == gi.storage->data.shape();
   // A view (part of a larger storage, or strided) is copied: .grad() is a whole storage.
   impl_->grad = whole ? gi.storage : make_storage(dense_copy(gi));
 }

@@ -28,7 +28,7 @@ struct Geometry {
   int64_t offset;
 };
 
-Geometry geometry_of(const TensorImpl& t) { return {t.shape, t.strides, t.offset}; }
+Geometry geometry_of(const TensorImpl& t) { return {t.shape(), t.strides(), t.offset()}; }
 
 Array storage_sized_zeros(size_t n) { return xt::zeros<float>(Array::shape_type{n}); }
 
@@ -47,22 +47,23 @@ void regenerate_view_history(const std::shared_ptr<TensorImpl>& view) {
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
   TensorImpl& v = *view;
-  const std::shared_ptr<TensorImpl>& base = v.base;
-  if (v.base_history == base->history) return;  // the other thread did it
-  if (!v.tracks_base) {
+  ViewInfo& vi = *v.vi;
+  const std::shared_ptr<TensorImpl>& base = vi.base;
+  if (vi.base_history == base->history) return;  // the other thread did it
+  if (!vi.tracks_base) {
     if (!base->requires_grad || !is_grad_enabled()) return;
     throw AutogradError(
-        "a view (shape " + to_string(Shape(v.shape.begin(), v.shape.end())) +
+        "a view (shape " + to_string(Shape(v.shape().begin(), v.shape().end())) +
         ") was made in no-grad mode, and its base has since been written in place with grad "
         "mode on, so the view's values have a history it does not know; make the view with "
         "grad mode on, or under tg::NoGradGuard use it only there");
   }
-  v.base_history = base->history;
+  vi.base_history = base->history;
   if (!base->requires_grad) return;  // nothing to follow
   const Geometry vg = geometry_of(v), bg = geometry_of(*base);
   const size_t n = v.storage->data.size();
   const Tensor input(base);
-  auto node = make_node("as_strided", &input, 1, v.shape, [vg, bg, n](BackwardContext& ctx) {
+  auto node = make_node("as_strided", &input, 1, v.shape(), [vg, bg, n](BackwardContext& ctx) {
     Array buf = storage_sized_zeros(n);
     scatter_add(buf.data(), vg.shape, vg.strides, vg.offset, ctx.grad.data());
     ctx.give(0, read_at(buf, bg));
@@ -78,10 +79,10 @@ void regenerate_view_history(const std::shared_ptr<TensorImpl>& view) {
 void rebase_through_view(const char* name, const Tensor& self, const std::vector<Tensor>& inputs,
                          BackwardFn fn) {
   const std::shared_ptr<TensorImpl>& view = self.impl();
-  const std::shared_ptr<TensorImpl> base = view->base;
+  const std::shared_ptr<TensorImpl> base = view->vi->base;
   if (overlaps(*base))
     throw AutogradError(std::string(name) + ": the view's base (shape " +
-                        to_string(Shape(base->shape.begin(), base->shape.end())) +
+                        to_string(Shape(base->shape().begin(), base->shape().end())) +
                         ") repeats elements (an expand), so a write through its view cannot "
                         "be recorded; write a clone()");
   const Geometry vg = geometry_of(*view), bg = geometry_of(*base);
@@ -89,7 +90,7 @@ void rebase_through_view(const char* name, const Tensor& self, const std::vector
   std::vector<Tensor> edges = inputs;
   edges[0] = Tensor(base);  // the base as it was: its old history
   auto node = make_node(
-      name, edges.data(), edges.size(), base->shape,
+      name, edges.data(), edges.size(), base->shape(),
       [fn = std::move(fn), vg, bg, n](BackwardContext& ctx) {
         Array buf = storage_sized_zeros(n);
         scatter(buf.data(), bg.shape, bg.strides, bg.offset, ctx.grad.data());
@@ -111,7 +112,7 @@ void rebase_through_view(const char* name, const Tensor& self, const std::vector
   base->grad_fn = std::move(node);
   base->requires_grad = true;
   ++base->history;
-  view->tracks_base = true;
+  view->vi->tracks_base = true;
   regenerate_view_history(view);
 }
 

@@ -34,17 +34,26 @@ bool is_row_major(const Array::shape_type& shape, const Strides& strides) {
 }  // namespace
 
 void set_geometry(TensorImpl& impl, Array::shape_type shape, Strides strides, int64_t offset) {
-  impl.shape = std::move(shape);
-  impl.strides = std::move(strides);
-  impl.offset = offset;
-  impl.view.reset();
-  if (is_row_major(impl.shape, impl.strides))
-    impl.view.emplace(view_over(impl.storage->data.data() + offset, impl.shape, impl.numel()));
+  if (!impl.vi) impl.vi = std::make_unique<ViewInfo>();
+  ViewInfo& v = *impl.vi;
+  v.shape = std::move(shape);
+  v.strides = std::move(strides);
+  v.offset = offset;
+  v.window.reset();
+  impl.view = nullptr;
+  if (!is_row_major(v.shape, v.strides)) return;
+  Storage& s = *impl.storage;
+  if (offset == 0 && v.shape == s.data.shape()) {
+    impl.view = &s.data;
+  } else {
+    v.window = std::make_unique<View>(view_over(s.data.data() + offset, v.shape, impl.numel()));
+    impl.view = v.window.get();
+  }
 }
 
 void strided_input(const TensorImpl& impl) {
   throw Error("internal error: a kernel that reads contiguous values got a strided view of shape " +
-              to_string(Shape(impl.shape.begin(), impl.shape.end())) + "; the op must call dense() on its inputs");
+              to_string(Shape(impl.shape().begin(), impl.shape().end())) + "; the op must call dense() on its inputs");
 }
 
 namespace {
@@ -93,22 +102,27 @@ void scatter_add(float* dst, const Array::shape_type& shape, const Strides& stri
 }
 
 bool overlaps(const TensorImpl& impl) {
-  for (size_t d = 0; d < impl.shape.size(); ++d)
-    if (impl.shape[d] > 1 && impl.strides[d] == 0) return true;
+  if (!impl.vi) return false;
+  for (size_t d = 0; d < impl.vi->shape.size(); ++d)
+    if (impl.vi->shape[d] > 1 && impl.vi->strides[d] == 0) return true;
   return false;
 }
 
 Array dense_copy(const TensorImpl& impl) {
-  Array out = Array::from_shape(impl.shape);
+  Array out = Array::from_shape(impl.shape());
   if (impl.view)
     std::copy(impl.view->begin(), impl.view->end(), out.begin());
   else
-    gather(impl.storage->data.data(), impl.shape, impl.strides, impl.offset, out.data());
+    gather(impl.storage->data.data(), impl.vi->shape, impl.vi->strides, impl.vi->offset, out.data());
   return out;
 }
 
 void write_dense(const TensorImpl& impl, const float* values) {
-  scatter(impl.storage->data.data(), impl.shape, impl.strides, impl.offset, values);
+  if (impl.view) {
+    std::copy(values, values + impl.view->size(), impl.view->begin());
+    return;
+  }
+  scatter(impl.storage->data.data(), impl.vi->shape, impl.vi->strides, impl.vi->offset, values);
 }
 
 }  // namespace detail

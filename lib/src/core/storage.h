@@ -8,9 +8,10 @@
 // copy_, optimizer steps, initializers, loading) bumps the version, so a backward can tell
 // that a value it saved has changed, through whichever view it was written.
 //
-// A tensor whose geometry is row-major and dense (contiguous) also carries `view`, an
-// xtensor adaptor over its elements, which kernels read through val(). A strided view (a
-// transpose, a narrow along an inner dim, an expand) has none: a kernel that cannot walk
+// Most tensors see their whole storage, row-major: they carry nothing but the storage, and
+// kernels read the storage's own adaptor (Storage::whole) through val(). A view carries its
+// geometry in a ViewInfo, and a contiguous one an adaptor of its own; a strided view (a
+// transpose, a narrow along an inner dim, an expand) has none, and a kernel that cannot walk
 // strides asks for a contiguous input first (dense() in ops/common.h).
 //
 // Once a backward pass reached it, a tensor also has a gradient (a Storage of its own). The
@@ -31,19 +32,34 @@ namespace tg {
 namespace detail {
 
 struct Node;  // autograd/node.h
+struct TensorImpl;
 
 /// The element type of a storage. float32 is the only one today; integer and boolean tensors
 /// (the API issue) add theirs here, each with an owning array of its own in Storage.
 enum class DType : uint8_t { Float32 };
 inline const char* dtype_name(DType) { return "float32"; }
 
+/// A dense, row-major window on float elements that belong to a Storage (no ownership).
+using View = ArrayView;
+using Strides = xt::svector<int64_t, 4>;
+
+/// An adaptor over `n` elements at `p` with `shape`.
+inline View view_over(float* p, const Array::shape_type& shape, size_t n) {
+  return View(xt::xbuffer_adaptor<float*, xt::no_ownership>(p, n), shape);
+}
+/// An adaptor over an array's own elements (for helpers that take a View).
+inline View view_of(Array& a) { return view_over(a.data(), a.shape(), a.size()); }
+
 /// Values and their version: what aliases and views share.
 struct Storage {
-  explicit Storage(Array a) : data(std::move(a)) {}
+  /// Takes over a's elements (no copy).
+  explicit Storage(Array a)
+      : elements(std::move(a.storage())), data(view_over(elements.data(), a.shape(), elements.size())) {}
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
-  Array data;  // owns the elements; its shape is that of the tensor that made it
+  Array::storage_type elements;  // owns them
+  View data;  // all of them, in the shape of the tensor that made them: what most tensors see
   DType dtype = DType::Float32;
   std::atomic<uint32_t> version{0};  // in-place writes so far
 };
@@ -55,60 +71,58 @@ inline uint32_t version_of(const Storage& s) { return s.version.load(std::memory
 /// Records an in-place write (every write through the API calls this).
 inline void bump_version(Storage& s) { s.version.fetch_add(1, std::memory_order_relaxed); }
 
-/// A dense, row-major window on float elements that belong to a Storage (no ownership).
-using View = xt::xarray_adaptor<xt::xbuffer_adaptor<float*, xt::no_ownership>,
-                                xt::layout_type::row_major, Array::shape_type>;
-using Strides = xt::svector<int64_t, 4>;
+/// The row-major strides of `shape` (a dim of size 0 steps as if it had size 1, as PyTorch).
+Strides contiguous_strides(const Array::shape_type& shape);
 
-/// An adaptor over `n` elements at `p` with `shape`.
-inline View view_over(float* p, const Array::shape_type& shape, size_t n) {
-  return View(xt::xbuffer_adaptor<float*, xt::no_ownership>(p, n), shape);
-}
-/// An adaptor over an array's own elements (for helpers that take a View).
-inline View view_of(Array& a) { return view_over(a.data(), a.shape(), a.size()); }
-
-struct TensorImpl {
-  std::shared_ptr<Storage> storage;  // shared with aliases, views, and closures that saved it
-  // The geometry, in elements. Strides follow PyTorch: a dim of size 1 may have any stride,
-  // a dim that expand() repeats has stride 0.
+/// What a view knows beyond its storage: its geometry, in elements, and its base. Most
+/// tensors are no view (an op's fresh output): they have none, and see the whole storage.
+struct ViewInfo {
+  // Strides follow PyTorch: a dim of size 1 may have any stride, a dim that expand()
+  // repeats has stride 0.
   Array::shape_type shape;
   Strides strides;
   int64_t offset = 0;
-  std::optional<View> view;  // exactly when the geometry is contiguous
-  // A view's base: the tensor (not itself a view) whose storage it shares, for the autograd
-  // of in-place writes through views (autograd/views.cpp). Null for anything else.
+  std::unique_ptr<View> window;  // when contiguous but not the whole storage
+  // The tensor (not itself a view) whose storage it shares, for the autograd of in-place
+  // writes through views (autograd/views.cpp). Null for a detach() of a whole tensor.
   std::shared_ptr<TensorImpl> base;
-  uint32_t history = 0;       // how many times an in-place op gave this tensor a new grad_fn
-  uint32_t base_history = 0;  // a view's: base's `history` when its grad_fn was derived
-  bool tracks_base = false;   // a view made with grad mode on: its history follows base's
+  uint32_t base_history = 0;  // base's `history` when this view's grad_fn was derived
+  bool tracks_base = false;   // made with grad mode on: its history follows base's
+};
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;  // shared with aliases, views, and closures that saved it
+  View* view = nullptr;              // the dense window kernels read; null for a strided view
+  std::unique_ptr<ViewInfo> vi;      // null: the whole storage, row-major
 
   std::shared_ptr<Storage> grad;     // leaves (and retain_grad non-leaves) after backward
   std::shared_ptr<Node> grad_fn;     // the op that produced this tensor; null for a leaf
+  uint32_t history = 0;              // how many times an in-place op gave it a new grad_fn
   bool requires_grad = false;
   bool retains_grad = false;
 
-  bool contiguous() const { return view.has_value(); }
+  const Array::shape_type& shape() const { return vi ? vi->shape : storage->data.shape(); }
+  Strides strides() const { return vi ? vi->strides : contiguous_strides(shape()); }
+  int64_t offset() const { return vi ? vi->offset : 0; }
+  /// The tensor this one is a view of, if any.
+  const std::shared_ptr<TensorImpl>* base() const { return vi && vi->base ? &vi->base : nullptr; }
+  bool contiguous() const { return view != nullptr; }
   size_t numel() const {
     size_t n = 1;
-    for (auto d : shape) n *= d;
+    for (auto d : shape()) n *= d;
     return n;
   }
   /// The first element (for a strided view: the element at index 0).
-  float* ptr() const { return storage->data.data() + offset; }
+  float* ptr() const { return storage->data.data() + offset(); }
 };
 
-/// The row-major strides of `shape`.
-Strides contiguous_strides(const Array::shape_type& shape);
-/// Sets the geometry, and `view` when it is contiguous. The caller has checked that every
-/// element it reaches lies within the storage.
+/// Sets a view's geometry, and `view` when it is contiguous. The caller has checked that
+/// every element it reaches lies within the storage.
 void set_geometry(TensorImpl& impl, Array::shape_type shape, Strides strides, int64_t offset);
 /// The whole storage, row-major, in its array's shape: what a fresh value gets.
 inline void set_whole(TensorImpl& impl) {
-  Array& a = impl.storage->data;
-  impl.shape = a.shape();
-  impl.strides = contiguous_strides(impl.shape);
-  impl.offset = 0;
-  impl.view.emplace(view_of(a));
+  impl.vi.reset();
+  impl.view = &impl.storage->data;
 }
 
 /// The impl behind a handle; throws ValueError("<what>: the tensor is undefined") if none.

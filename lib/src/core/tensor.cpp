@@ -66,10 +66,10 @@ void DataView::assign(const std::vector<float>& values) const {
 // ---- Tensor ------------------------------------------------------------------------------
 
 Shape Tensor::shape() const {
-  const auto& s = checked(impl_, "shape").shape;
+  const auto& s = checked(impl_, "shape").shape();
   return Shape(s.begin(), s.end());
 }
-int64_t Tensor::dim() const { return static_cast<int64_t>(checked(impl_, "dim").shape.size()); }
+int64_t Tensor::dim() const { return static_cast<int64_t>(checked(impl_, "dim").shape().size()); }
 int64_t Tensor::size(int64_t d) const {
   const Shape s = shape();
   return s[norm_axis(d, s.size(), "size")];
@@ -77,10 +77,10 @@ int64_t Tensor::size(int64_t d) const {
 int64_t Tensor::numel() const { return static_cast<int64_t>(checked(impl_, "numel").numel()); }
 
 Shape Tensor::strides() const {
-  const auto& s = checked(impl_, "strides").strides;
+  const auto s = checked(impl_, "strides").strides();
   return Shape(s.begin(), s.end());
 }
-int64_t Tensor::storage_offset() const { return checked(impl_, "storage_offset").offset; }
+int64_t Tensor::storage_offset() const { return checked(impl_, "storage_offset").offset(); }
 bool Tensor::is_contiguous() const { return checked(impl_, "is_contiguous").contiguous(); }
 
 DataView Tensor::data() const { return DataView(data_ptr(), shape()); }
@@ -121,10 +121,10 @@ Tensor Tensor::detach() const {
   const TensorImpl& self = checked(impl_, "detach");
   auto impl = new_impl();
   impl->storage = self.storage;  // shares the values and their version
-  impl->shape = self.shape;
-  impl->strides = self.strides;
-  impl->offset = self.offset;
-  impl->view = self.view;
+  if (self.vi)  // the same geometry; not a view of self's base (a detached tensor has no history)
+    set_geometry(*impl, self.vi->shape, self.vi->strides, self.vi->offset);
+  else
+    set_whole(*impl);
   return Tensor(std::move(impl));
 }
 
@@ -154,12 +154,12 @@ Indices::Indices(std::initializer_list<int64_t> v)
 
 // ---- bridge and factories ---------------------------------------------------------------------
 
-Array& array(const Tensor& t) {
+ArrayView& array(const Tensor& t) {
   const TensorImpl& impl = checked(t.impl(), "array");
-  Array& whole = impl.storage->data;
-  if (!impl.view || impl.offset != 0 || impl.shape != whole.shape())
+  ArrayView& whole = impl.storage->data;
+  if (impl.view != &impl.storage->data)
     throw ValueError("array: the tensor (shape " + tg::to_string(t.shape()) + ", strides " +
-                     tg::to_string(t.strides()) + ", offset " + std::to_string(impl.offset) +
+                     tg::to_string(t.strides()) + ", offset " + std::to_string(impl.offset()) +
                      ") is a view of part of a larger storage, which has no array of its own; "
                      "call contiguous() or clone() first (a copy)");
   return whole;

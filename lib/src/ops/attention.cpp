@@ -199,20 +199,20 @@ namespace {
 /// is read in place. nullopt when they do not fit a HeadLayout (columns not adjacent, or the
 /// B dims not one even step).
 std::optional<HeadLayout> head_layout(const TensorImpl& t) {
-  const size_t r = t.shape.size();
-  const int64_t T = static_cast<int64_t>(t.shape[r - 2]), D = static_cast<int64_t>(t.shape[r - 1]);
-  if (D != 1 && t.strides[r - 1] != 1) return std::nullopt;
+  const size_t r = t.shape().size();
+  const int64_t T = static_cast<int64_t>(t.shape()[r - 2]), D = static_cast<int64_t>(t.shape()[r - 1]);
+  if (D != 1 && t.strides()[r - 1] != 1) return std::nullopt;
   HeadLayout l;
-  l.ld = T == 1 ? D : t.strides[r - 2];
+  l.ld = T == 1 ? D : t.strides()[r - 2];
   if (T > 1 && l.ld < D) return std::nullopt;  // overlapping rows (an expand)
-  if (r >= 3) l.sh = t.shape[r - 3] == 1 ? 0 : t.strides[r - 3];
+  if (r >= 3) l.sh = t.shape()[r - 3] == 1 ? 0 : t.strides()[r - 3];
   std::vector<size_t> stepped;  // the B dims longer than 1
   for (size_t d = 0; d + 3 < r; ++d)
-    if (t.shape[d] != 1) stepped.push_back(d);
+    if (t.shape()[d] != 1) stepped.push_back(d);
   for (size_t i = 0; i + 1 < stepped.size(); ++i)
-    if (t.strides[stepped[i]] != t.strides[stepped[i + 1]] * static_cast<int64_t>(t.shape[stepped[i + 1]]))
+    if (t.strides()[stepped[i]] != t.strides()[stepped[i + 1]] * static_cast<int64_t>(t.shape()[stepped[i + 1]]))
       return std::nullopt;
-  l.sb = stepped.empty() ? 0 : t.strides[stepped.back()];
+  l.sb = stepped.empty() ? 0 : t.strides()[stepped.back()];
   return l;
 }
 

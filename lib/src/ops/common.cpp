@@ -79,24 +79,24 @@ MatrixLayout matrix_layout(int64_t rows, int64_t cols, int64_t s_row, int64_t s_
 }
 
 MatrixLayout as_matrix(const TensorImpl& t) {
-  const size_t r = t.shape.size();
+  const size_t r = t.shape().size();
   if (r == 0) return {};
-  const int64_t cols = static_cast<int64_t>(t.shape[r - 1]);
+  const int64_t cols = static_cast<int64_t>(t.shape()[r - 1]);
   if (t.contiguous()) return {true, false, std::max<int64_t>(cols, 1)};
-  if (r == 1) return matrix_layout(1, cols, cols, t.strides[0]);
+  if (r == 1) return matrix_layout(1, cols, cols, t.strides()[0]);
   int64_t rows = 1;
   std::vector<size_t> stepped;  // the leading dims longer than 1 (a size-1 dim's stride is free)
   for (size_t d = 0; d + 1 < r; ++d) {
-    rows *= static_cast<int64_t>(t.shape[d]);
-    if (t.shape[d] != 1) stepped.push_back(d);
+    rows *= static_cast<int64_t>(t.shape()[d]);
+    if (t.shape()[d] != 1) stepped.push_back(d);
   }
   // They must merge into one: each steps over the whole of the next.
   for (size_t k = 0; k + 1 < stepped.size(); ++k)
-    if (t.strides[stepped[k]] !=
-        t.strides[stepped[k + 1]] * static_cast<int64_t>(t.shape[stepped[k + 1]]))
+    if (t.strides()[stepped[k]] !=
+        t.strides()[stepped[k + 1]] * static_cast<int64_t>(t.shape()[stepped[k + 1]]))
       return {};
-  const int64_t s_row = stepped.empty() ? cols : t.strides[stepped.back()];
-  return matrix_layout(rows, cols, s_row, t.strides[r - 1]);
+  const int64_t s_row = stepped.empty() ? cols : t.strides()[stepped.back()];
+  return matrix_layout(rows, cols, s_row, t.strides()[r - 1]);
 }
 
 Array softmax_backward(const View& y, const Array& g, const AxisSplit& s, bool log) {

@@ -22,7 +22,7 @@ namespace {
 
 void check_operand(const Tensor& self, const Tensor& other, const char* op) {
   require_defined(other, op, "the operand");
-  if (other.impl()->shape == self.impl()->shape) return;
+  if (other.impl()->shape() == self.impl()->shape()) return;
   const Shape s = self.shape(), o = other.shape();
   if (!broadcasts_to(o, s))
     shape_error(op, "the operand's shape " + to_string(o) + " does not broadcast to the tensor's shape " +
@@ -53,16 +53,14 @@ class Operand {
       tensor_ = other;
     } else {
       copy_ = make_storage(dense_copy(o));
-      view_.emplace(view_of(copy_->data));
     }
   }
-  const View& values() const { return copy_ ? *view_ : val(tensor_); }
+  const View& values() const { return copy_ ? copy_->data : val(tensor_); }
   Saved saved() const { return copy_ ? Saved(copy_) : Saved(tensor_); }
 
  private:
   Tensor tensor_;
   std::shared_ptr<Storage> copy_;
-  std::optional<View> view_;
 };
 
 /// Runs f on self's values as one dense block: its own when self is contiguous, else a copy
@@ -92,8 +90,8 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
   check_writable(*this, "copy_");
   check_operand(*this, src, "copy_");
   const TensorImpl &me = *impl_, &from = *src.impl();
-  const bool same = me.storage == from.storage && me.offset == from.offset &&
-                    me.shape == from.shape && me.strides == from.strides;  // x.copy_(x)
+  const bool same = me.storage == from.storage && me.offset() == from.offset() &&
+                    me.shape() == from.shape() && me.strides() == from.strides();  // x.copy_(x)
   if (!same) {
     const Operand s(src, *this);
     write_values(*this, [&](View& out) {
@@ -246,7 +244,7 @@ const Tensor& Tensor::clamp_(float min, float max) const {
     throw ValueError("clamp_: expected min <= max, got min " + std::to_string(min) + ", max " +
                      std::to_string(max));
   std::shared_ptr<Array> pass;  // 1 where the gradient passes
-  if (recorded(*this)) pass = std::make_shared<Array>(Array::from_shape(impl_->shape));
+  if (recorded(*this)) pass = std::make_shared<Array>(Array::from_shape(impl_->shape()));
   write_values(*this, [&](View& x) {
     float* p = x.data();
     for (size_t i = 0; i < x.size(); ++i) {
@@ -269,7 +267,7 @@ const Tensor& Tensor::masked_fill_(const Tensor& mask, float value) const {
   check_operand(*this, mask, "masked_fill_");
   const Operand m(mask, *this);
   auto keep =
-      std::make_shared<Array>(xt::broadcast(xt::equal(m.values(), 0.0f), impl_->shape));
+      std::make_shared<Array>(xt::broadcast(xt::equal(m.values(), 0.0f), impl_->shape()));
   write_values(*this, [&](View& x) { xt::noalias(x) = xt::where(*keep > 0.0f, x, value); });
   bump_version(*this);
   record_inplace("masked_fill_", *this, {*this}, [keep](BackwardContext& ctx) {

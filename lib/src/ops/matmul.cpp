@@ -39,21 +39,21 @@ GemmOperand gemm_operand(const Shape& shape, const Strides& strides, const Shape
 
 /// The operand's strides promoted like its shape: (K) -> (1, K) on the left, (K, 1) on the right.
 Strides promoted_strides(const TensorImpl& t, bool left) {
-  if (t.shape.size() != 1) return t.strides;
-  const int64_t s = t.strides[0], k = static_cast<int64_t>(t.shape[0]);
+  if (t.shape().size() != 1) return t.strides();
+  const int64_t s = t.strides()[0], k = static_cast<int64_t>(t.shape()[0]);
   return left ? Strides{k * s, s} : Strides{s, 1};
 }
 
 /// Whether the GEMM can read every matrix of `t` where it lies.
 bool gemm_readable(const Tensor& t, bool left) {
   const TensorImpl& x = *t.impl();
-  if (x.contiguous() || x.shape.empty()) return true;
+  if (x.contiguous() || x.shape().empty()) return true;
   const Strides st = promoted_strides(x, left);
   const size_t r = st.size();
-  const int64_t rows = x.shape.size() == 1 ? (left ? 1 : static_cast<int64_t>(x.shape[0]))
-                                           : static_cast<int64_t>(x.shape[r - 2]);
-  const int64_t cols = x.shape.size() == 1 ? (left ? static_cast<int64_t>(x.shape[0]) : 1)
-                                           : static_cast<int64_t>(x.shape[r - 1]);
+  const int64_t rows = x.shape().size() == 1 ? (left ? 1 : static_cast<int64_t>(x.shape()[0]))
+                                           : static_cast<int64_t>(x.shape()[r - 2]);
+  const int64_t cols = x.shape().size() == 1 ? (left ? static_cast<int64_t>(x.shape()[0]) : 1)
+                                           : static_cast<int64_t>(x.shape()[r - 1]);
   return matrix_layout(rows, cols, st[r - 2], st[r - 1]).ok;
 }
 

@@ -27,7 +27,7 @@ std::shared_ptr<TensorImpl> view_of_input(const Tensor& a, XShape shape, Strides
   auto v = new_impl();
   v->storage = src.storage;
   set_geometry(*v, std::move(shape), std::move(strides), offset);
-  v->base = src.base ? src.base : a.impl();
+  v->vi->base = src.base() ? *src.base() : a.impl();
   return v;
 }
 
@@ -106,8 +106,8 @@ Shape infer_shape(const Shape& in, const Shape& shape_in, const char* op) {
 
 // y = x seen with a new shape          dx = g seen with x's shape
 Tensor reshape_view(const Tensor& a, const Shape& shape, const Strides& strides, const char* op) {
-  const XShape in = a.impl()->shape;
-  return record_view(op, view_of_input(a, to_xs(shape), strides, a.impl()->offset), a,
+  const XShape in = a.impl()->shape();
+  return record_view(op, view_of_input(a, to_xs(shape), strides, a.impl()->offset()), a,
                      [in](BackwardContext& ctx) {
                        Array g = ctx.take_grad();  // the same values in another shape: no copy
                        g.reshape(in);
@@ -122,7 +122,7 @@ Tensor view(const Tensor& a, const Shape& shape_in) {
   const Shape shape = infer_shape(a.shape(), shape_in, "view");
   const TensorImpl& x = *a.impl();
   const auto strides = x.contiguous() ? contiguous_strides(to_xs(shape))
-                                      : view_strides(x.shape, x.strides, to_xs(shape));
+                                      : view_strides(x.shape(), x.strides(), to_xs(shape));
   if (!strides)
     shape_error("view", "shape " + to_string(shape_in) + " is not compatible with the input's shape " +
                             to_string(a.shape()) + " and strides " + to_string(a.strides()) +
@@ -136,7 +136,7 @@ Tensor reshape(const Tensor& a, const Shape& shape_in) {
   const Shape shape = infer_shape(a.shape(), shape_in, "reshape");
   const TensorImpl& x = *a.impl();
   auto strides = x.contiguous() ? contiguous_strides(to_xs(shape))
-                                : view_strides(x.shape, x.strides, to_xs(shape));
+                                : view_strides(x.shape(), x.strides(), to_xs(shape));
   if (strides) return reshape_view(a, shape, *strides, "reshape");
   const Tensor c = a.contiguous();
   return reshape_view(c, shape, contiguous_strides(to_xs(shape)), "reshape");
@@ -162,10 +162,10 @@ Tensor squeeze_dims(const Tensor& a, const std::vector<bool>& drop) {
   const TensorImpl& x = *a.impl();
   XShape shape;
   Strides strides;
-  for (size_t d = 0; d < x.shape.size(); ++d)
+  for (size_t d = 0; d < x.shape().size(); ++d)
     if (!drop[d]) {
-      shape.push_back(x.shape[d]);
-      strides.push_back(x.strides[d]);
+      shape.push_back(x.shape()[d]);
+      strides.push_back(x.strides()[d]);
     }
   return reshape_view(a, Shape(shape.begin(), shape.end()), strides, "squeeze");
 }
@@ -174,13 +174,13 @@ Tensor squeeze_dims(const Tensor& a, const std::vector<bool>& drop) {
 Tensor squeeze(const Tensor& a) {
   require_defined(a, "squeeze", "the input");
   std::vector<bool> drop;
-  for (auto d : a.impl()->shape) drop.push_back(d == 1);
+  for (auto d : a.impl()->shape()) drop.push_back(d == 1);
   return squeeze_dims(a, drop);
 }
 
 Tensor squeeze(const Tensor& a, int64_t dim) {
   require_defined(a, "squeeze", "the input");
-  const auto& shape = a.impl()->shape;
+  const auto& shape = a.impl()->shape();
   const size_t d = norm_axis(dim, shape.size(), "squeeze");
   std::vector<bool> drop(shape.size(), false);
   drop[d] = shape[d] == 1;
@@ -190,11 +190,11 @@ Tensor squeeze(const Tensor& a, int64_t dim) {
 Tensor unsqueeze(const Tensor& a, int64_t dim) {
   require_defined(a, "unsqueeze", "the input");
   const TensorImpl& x = *a.impl();
-  const size_t d = norm_axis(dim, x.shape.size() + 1, "unsqueeze");
+  const size_t d = norm_axis(dim, x.shape().size() + 1, "unsqueeze");
   Shape shape = a.shape();
-  Strides strides = x.strides;
+  Strides strides = x.strides();
   // The new dim's stride: what would step over the dims after it (any value works for size 1).
-  const int64_t step = d < x.shape.size() ? x.strides[d] * static_cast<int64_t>(x.shape[d]) : 1;
+  const int64_t step = d < x.shape().size() ? x.strides()[d] * static_cast<int64_t>(x.shape()[d]) : 1;
   shape.insert(shape.begin() + static_cast<long>(d), 1);
   strides.insert(strides.begin() + static_cast<long>(d), step);
   return reshape_view(a, shape, strides, "unsqueeze");
@@ -204,21 +204,21 @@ Tensor unsqueeze(const Tensor& a, int64_t dim) {
 Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
   require_defined(a, "narrow", "the input");
   const TensorImpl& x = *a.impl();
-  if (x.shape.empty()) shape_error("narrow", "cannot narrow a 0-d tensor");
-  const size_t ax = norm_axis(dim, x.shape.size(), "narrow");
-  const int64_t n = static_cast<int64_t>(x.shape[ax]);
+  if (x.shape().empty()) shape_error("narrow", "cannot narrow a 0-d tensor");
+  const size_t ax = norm_axis(dim, x.shape().size(), "narrow");
+  const int64_t n = static_cast<int64_t>(x.shape()[ax]);
   if (start < 0 && start >= -n) start += n;  // counts from the end, as in PyTorch
   if (start < 0 || length < 0 || start > n || length > n - start)  // no overflow
     throw IndexError("narrow: start " + std::to_string(start) + " and length " +
                      std::to_string(length) + " out of range for dim " + std::to_string(ax) +
                      " of shape " + to_string(a.shape()));
-  XShape shape = x.shape;
+  XShape shape = x.shape();
   shape[ax] = static_cast<size_t>(length);
-  const XShape in = x.shape;
+  const XShape in = x.shape();
   const Strides dense = contiguous_strides(in);
   const int64_t at = start * dense[ax];
   return record_view("narrow",
-                     view_of_input(a, shape, x.strides, x.offset + start * x.strides[ax]), a,
+                     view_of_input(a, shape, x.strides(), x.offset() + start * x.strides()[ax]), a,
                      [in, dense, at](BackwardContext& ctx) {
                        ctx.give(0, embed(in, ctx.grad, dense, at));
                      });
@@ -240,20 +240,20 @@ Tensor slice(const Tensor& a, int64_t dim, int64_t start, int64_t end) {
 Tensor select(const Tensor& a, int64_t dim, int64_t index) {
   require_defined(a, "select", "the input");
   const TensorImpl& x = *a.impl();
-  if (x.shape.empty()) shape_error("select", "cannot select from a 0-d tensor");
-  const size_t ax = norm_axis(dim, x.shape.size(), "select");
-  const int64_t n = static_cast<int64_t>(x.shape[ax]);
+  if (x.shape().empty()) shape_error("select", "cannot select from a 0-d tensor");
+  const size_t ax = norm_axis(dim, x.shape().size(), "select");
+  const int64_t n = static_cast<int64_t>(x.shape()[ax]);
   if (index < -n || index >= n)
     throw IndexError("select: index " + std::to_string(index) + " is out of range for dim " +
                      std::to_string(ax) + " of shape " + to_string(a.shape()) + " (expected [" +
                      std::to_string(-n) + ", " + std::to_string(n - 1) + "])");
   if (index < 0) index += n;
-  XShape shape = x.shape;
-  Strides strides = x.strides;
-  const XShape in = x.shape;
+  XShape shape = x.shape();
+  Strides strides = x.strides();
+  const XShape in = x.shape();
   Strides dense = contiguous_strides(in);
   const int64_t at = index * dense[ax];
-  const int64_t offset = x.offset + index * x.strides[ax];
+  const int64_t offset = x.offset() + index * x.strides()[ax];
   shape.erase(shape.begin() + static_cast<long>(ax));
   strides.erase(strides.begin() + static_cast<long>(ax));
   dense.erase(dense.begin() + static_cast<long>(ax));
@@ -267,7 +267,7 @@ Tensor select(const Tensor& a, int64_t dim, int64_t index) {
 Tensor permute(const Tensor& a, const std::vector<int64_t>& dims) {
   require_defined(a, "permute", "the input");
   const TensorImpl& x = *a.impl();
-  const size_t rank = x.shape.size();
+  const size_t rank = x.shape().size();
   if (dims.size() != rank)
     shape_error("permute", "got " + std::to_string(dims.size()) + " dims for a tensor of shape " +
                                to_string(a.shape()));
@@ -280,10 +280,10 @@ Tensor permute(const Tensor& a, const std::vector<int64_t>& dims) {
     if (used[p]) throw IndexError("permute: dim " + std::to_string(dims[i]) + " repeated");
     used[p] = true;
     inv[p] = i;
-    shape[i] = x.shape[p];
-    strides[i] = x.strides[p];
+    shape[i] = x.shape()[p];
+    strides[i] = x.strides()[p];
   }
-  return record_view("permute", view_of_input(a, shape, strides, x.offset), a,
+  return record_view("permute", view_of_input(a, shape, strides, x.offset()), a,
                      [inv](BackwardContext& ctx) {
                        ctx.give(0, Array(xt::transpose(ctx.grad, inv)));
                      });
@@ -310,14 +310,14 @@ Tensor t(const Tensor& a) {
   if (r > 2)
     shape_error("t", "expects a tensor with at most 2 dims, got shape " + to_string(a.shape()) +
                          "; use transpose(a, d0, d1)");
-  return r == 2 ? transpose(a, 0, 1) : reshape_view(a, a.shape(), a.impl()->strides, "t");
+  return r == 2 ? transpose(a, 0, 1) : reshape_view(a, a.shape(), a.impl()->strides(), "t");
 }
 
 // y = x repeated along its size-1 dims (stride 0)      dx = g summed over them (the engine)
 Tensor expand(const Tensor& a, const Shape& sizes) {
   require_defined(a, "expand", "the input");
   const TensorImpl& x = *a.impl();
-  const size_t rank = x.shape.size();
+  const size_t rank = x.shape().size();
   if (sizes.size() < rank)
     shape_error("expand", "the number of sizes (" + std::to_string(sizes.size()) +
                               ") must be at least the tensor's rank, shape " + to_string(a.shape()));
@@ -335,10 +335,10 @@ Tensor expand(const Tensor& a, const Shape& sizes) {
       continue;
     }
     const size_t d = i - lead;
-    const int64_t have = static_cast<int64_t>(x.shape[d]);
+    const int64_t have = static_cast<int64_t>(x.shape()[d]);
     if (want == -1 || want == have) {
-      shape[i] = x.shape[d];
-      strides[i] = x.strides[d];
+      shape[i] = x.shape()[d];
+      strides[i] = x.strides()[d];
     } else if (have == 1 && want >= 0) {
       shape[i] = static_cast<size_t>(want);
       strides[i] = 0;
@@ -350,7 +350,7 @@ Tensor expand(const Tensor& a, const Shape& sizes) {
     }
   }
   check_shape(Shape(shape.begin(), shape.end()), "expand");
-  return record_view("expand", view_of_input(a, shape, strides, x.offset), a,
+  return record_view("expand", view_of_input(a, shape, strides, x.offset()), a,
                      [](BackwardContext& ctx) { ctx.give(0, ctx.take_grad()); });
 }
 
