@@ -29,8 +29,20 @@ Device current_device();
 /// Whether the plugin loaded and found a device. Probes the plugin if nobody has yet.
 bool cuda_available();
 
-/// One line for logs: "cuda: <device>", or "cpu (CUDA unavailable: <reason>)", or "cpu".
+/// One line for logs: where products run, then the OpenBLAS kernels that run the CPU ones:
+///   "cpu; OpenBLAS 0.3.21, kernel Cooperlake (tapegrad's choice; OpenBLAS chose Haswell)"
+///   "cpu (CUDA unavailable: <reason>); OpenBLAS ..."   "cuda: <device>; OpenBLAS ..."
+/// Loads OpenBLAS if nothing has yet (see blas_kernel()).
 std::string device_status();
+
+/// The OpenBLAS kernel set that runs the CPU products ("Cooperlake", "Haswell"). OpenBLAS is
+/// loaded at run time, on the first product: unless OPENBLAS_CORETYPE is set, tapegrad asks
+/// it for the fastest kernels this CPU can execute where its own choice is of a slower class
+/// (SSE < AVX < AVX2 < AVX-512), after checking a few products against a plain loop.
+/// TAPEGRAD_BLAS_KERNEL=openblas keeps OpenBLAS's choice; =best overrides OPENBLAS_CORETYPE.
+/// If the program loaded OpenBLAS before tapegrad, its kernels stay, and where a faster set
+/// exists one line on stderr names OPENBLAS_CORETYPE and the expected gain.
+std::string blas_kernel();
 
 /// CPU threads for every product. n >= 1. Once called, OpenBLAS runs single-threaded and
 /// tapegrad splits each large product (about 10 µs of work or more) into up to n parts that

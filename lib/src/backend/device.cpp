@@ -25,6 +25,7 @@
 
 #include "plugin_abi.h"  // lib/cuda: the ABI the plugin implements
 #include "backend/gemm.h"
+#include "backend/openblas.h"
 #include "tapegrad/device.h"
 #include "tapegrad/error.h"
 
@@ -230,11 +231,14 @@ bool cuda_available() {
 
 std::string device_status() {
   ensure_init();
+  const std::string cpu = "; " + blas::summary(blas::library().status());
   std::lock_guard<std::mutex> lock(g_mu);
-  if (g_on_cuda) return "cuda: " + g_plugin.info;
-  if (g_probed && !g_plugin.ready) return "cpu (CUDA unavailable: " + g_plugin.info + ")";
-  return "cpu";
+  if (g_on_cuda) return "cuda: " + g_plugin.info + cpu;
+  if (g_probed && !g_plugin.ready) return "cpu (CUDA unavailable: " + g_plugin.info + ")" + cpu;
+  return "cpu" + cpu;
 }
+
+std::string blas_kernel() { return blas::library().status().kernel; }
 
 void set_num_threads(int n) {
   if (n < 1) throw ValueError("set_num_threads: expected n >= 1, got " + std::to_string(n));
