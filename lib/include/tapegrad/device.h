@@ -6,9 +6,11 @@
 // core never links CUDA, so a program starts and works on a machine without it.
 //
 // The backend comes from set_device(), or else from TAPEGRAD_DEVICE=cpu|cuda|auto (default
-// auto), read on the first product. If CUDA is wanted but the plugin, the driver or a
-// device is missing, tapegrad prints one line to stderr and uses OpenBLAS:
+// auto), read on the first product. If the plugin, the driver or a device is missing,
+// tapegrad uses OpenBLAS: silently for Auto; when CUDA was asked for by name, with one line
+// on stderr:
 //   tapegrad: CUDA unavailable (<reason>); using OpenBLAS
+// TAPEGRAD_VERBOSE=1 prints the choice (device_status()) on the first product.
 #include <string>
 
 namespace tg {
@@ -17,6 +19,7 @@ enum class Device {
   CPU,   ///< OpenBLAS for every product
   CUDA,  ///< cuBLAS for every product (OpenBLAS, with the log line, if CUDA is unavailable)
   Auto,  ///< cuBLAS for products of at least TAPEGRAD_CUDA_MIN_FLOPS flops, else OpenBLAS
+         ///< (and OpenBLAS for every product, silently, if CUDA is unavailable)
 };
 
 /// Choose the backend now (overrides TAPEGRAD_DEVICE). CUDA and Auto load and initialise
