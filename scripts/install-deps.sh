@@ -7,7 +7,7 @@
 set -euo pipefail
 
 packages=(
-  g++ cmake make ccache             # toolchain
+  g++ cmake make ccache pkgconf     # toolchain (pkg-config: the package test)
   libxtensor-dev libxsimd-dev xtl-dev   # arrays
   libopenblas-dev                   # BLAS: cblas.h to build, libopenblas.so.0 loaded at run time
   libcereal-dev                     # checkpoints
