@@ -180,6 +180,7 @@ int main(int argc, char** argv) {
   std::sort(raw_ms.begin(), raw_ms.end());
   const double mean_loss = dist::allreduce(loss, dist::ReduceOp::Average);
   if (r == 0) {
+    std::printf("blas_core %s\n", tg::blas_kernel().c_str());
     std::printf("ranks %d\nbatch_per_rank %lld\nglobal_batch %lld\nthreads_per_rank %d\n", w,
                 static_cast<long long>(B), static_cast<long long>(B * w), tg::get_num_threads());
     std::printf("buckets %zu\nsync_bytes %lld\nloss %.5f\n", ddp.buckets().size(),

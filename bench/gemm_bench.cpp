@@ -1,10 +1,12 @@
 // GEMM throughput: OpenBLAS against the cuBLAS plugin, through tapegrad's one GEMM interface
 // (so the CUDA numbers include the host<->device copies, as in real use).
-//   gemm_bench [--max-size N] [--threads T]
+//   gemm_bench [--max-size N] [--threads T] [--count C]
 // Square products 64..max (default 4096), then the three products of Linear 1024->1024 at
 // batch 256. Prints GFLOP/s of each backend and the crossover: the smallest square size
 // from which CUDA wins at every larger size, and a TAPEGRAD_CUDA_MIN_FLOPS to match.
-// Without a GPU it prints the CPU column and says why CUDA is missing.
+// Without a GPU it prints the CPU column and says why CUDA is missing. --count C times each
+// product exactly C times (after one warm-up), so that the whole process does fixed work and
+// can be timed from outside.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +20,8 @@
 #include "tapegrad/device.h"
 
 namespace {
+
+int g_count = 0;  // --count: runs per product (0: until 0.3 s or 50 runs)
 
 struct Shape {
   const char* name;
@@ -42,7 +46,7 @@ double time_gemm(const Shape& s, const std::vector<float>& A, const std::vector<
     run();
     ++n;
     elapsed = std::chrono::duration<double>(clock::now() - t0).count();
-  } while (elapsed < 0.3 && n < 50);
+  } while (g_count > 0 ? n < g_count : elapsed < 0.3 && n < 50);
   return elapsed / n;
 }
 
@@ -54,8 +58,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--max-size")) max_size = std::atoll(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--count")) g_count = std::atoi(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: %s [--max-size N] [--threads T]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--max-size N] [--threads T] [--count C]\n", argv[0]);
       return 2;
     }
   }

@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: memory_bench <chain|w3|lm>\n");
     return 2;
   }
+  std::printf("blas_core %s\n", tg::blas_kernel().c_str());
   std::printf("before %lld\npeak %lld\nafter_forward %lld\nafter %lld\n",
               static_cast<long long>(f.before), static_cast<long long>(f.peak),
               static_cast<long long>(f.after_forward), static_cast<long long>(f.after));

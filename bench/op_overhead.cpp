@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   std::printf("backward %.1f\n", best_bwd / ops);
   std::printf("step %.1f\n", best_step / ops);
   std::printf("forward_nograd %.1f\n", best_nograd / ops);
-  std::fprintf(stderr, "op_overhead: N=%ld R=%d checksum %g\n", n, reps, checksum);
+  std::fprintf(stderr, "op_overhead: N=%ld R=%d checksum %g; %s\n", n, reps, checksum,
+               tg::device_status().c_str());
   return 0;
 }

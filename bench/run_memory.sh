@@ -22,14 +22,14 @@ field() { awk -v k="$2" '$1 == k { print $2 }' <<<"$1"; }
 echo "peak live tensor bytes per step; $(date -u +%Y-%m-%d), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'),"\
      "torch $("$python" -c 'import torch; print(torch.__version__)')"
 echo
-echo "| workload | tapegrad before | tapegrad peak | PyTorch before | PyTorch peak (median, min–max of 5) | tapegrad / PyTorch |"
-echo "|---|---|---|---|---|---|"
+echo "| workload | tapegrad before | tapegrad peak | PyTorch before | PyTorch peak (median, min–max of 5) | tapegrad / PyTorch | OpenBLAS kernel tg |"
+echo "|---|---|---|---|---|---|---|"
 for w in chain w3 lm; do
   tg=$("$build/bench/memory_bench" "$w" 2>/dev/null)
   pt=$("$python" "$root/bench/memory_bench.py" "$w" 2>/dev/null)
   tp=$(field "$tg" peak) pp=$(field "$pt" peak)
-  printf '| %s | %s MiB | %s MiB | %s MiB | %s MiB (%s–%s) | %s |\n' "$w" \
+  printf '| %s | %s MiB | %s MiB | %s MiB | %s MiB (%s–%s) | %s | %s |\n' "$w" \
     "$(mib "$(field "$tg" before)")" "$(mib "$tp")" "$(mib "$(field "$pt" before)")" "$(mib "$pp")" \
     "$(mib "$(field "$pt" peak_min)")" "$(mib "$(field "$pt" peak_max)")" \
-    "$(awk -v a="$tp" -v b="$pp" 'BEGIN { printf "%.3f", a / b }')"
+    "$(awk -v a="$tp" -v b="$pp" 'BEGIN { printf "%.3f", a / b }')" "$(field "$tg" blas_core)"
 done

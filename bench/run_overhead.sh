@@ -16,12 +16,13 @@ cmake --build "$build" -j2 --target op_overhead >"$build/op_overhead-build.log" 
 "$python" -c "import torch" 2>/dev/null ||
   { echo "run_overhead: $python cannot import torch (scripts/install-deps.sh --torch)"; exit 1; }
 
-tg_out=$(OPENBLAS_NUM_THREADS=1 "$build/bench/op_overhead" "$n" "$reps" 2>/dev/null)
+tg_out=$(OPENBLAS_NUM_THREADS=1 "$build/bench/op_overhead" "$n" "$reps" 2>"$build/op_overhead.err")
 pt_out=$(OPENBLAS_NUM_THREADS=1 "$python" "$root/bench/op_overhead.py" "$n" "$reps" 2>/dev/null)
 torch_version=$("$python" -c "import torch; print(torch.__version__)")
 
 echo "op overhead: y <- tanh(y * w + b) on (4,) tensors, N=$n (3N ops), best of $reps;"
-echo "ns per op of process CPU time; $(date -u +%Y-%m-%d), torch $torch_version, 1 thread"
+echo "ns per op of process CPU time; $(date -u +%Y-%m-%d), torch $torch_version, 1 thread;"
+echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); tapegrad: $(sed -n 's/^op_overhead: .*; //p' "$build/op_overhead.err")"
 echo
 join <(sort <<<"$tg_out") <(sort <<<"$pt_out") | awk '
   BEGIN { order["forward"] = 1; order["backward"] = 2; order["step"] = 3; order["forward_nograd"] = 4

@@ -15,7 +15,8 @@
 //          head, cross-entropy over every position, AdamW lr 3e-4 (weight decay 0.01)
 //   w4     Linear 1024→1024 (bias) at batch 256, forward and backward (dx, dW, db) with an
 //          upstream gradient of ones; no optimizer. Also times the three products through
-//          raw cblas_sgemm (same shapes and transposes) and prints both GFLOP/s.
+//          raw sgemm calls (same shapes and transposes, straight into the OpenBLAS that
+//          tapegrad loaded, so the same kernels) and prints both GFLOP/s.
 //
 // A step is zero_grad (in place), forward, loss, backward, optimizer step (w4: forward and
 // backward, gradients set to none). The data is one fixed random batch. W warm-up steps are
@@ -23,7 +24,7 @@
 // process CPU time.
 //
 // Output, one "key value" per line (bench/workloads_report.py reads it):
-//   threads, blas_core (OpenBLAS's kernels), ms_per_step (best, wall), ms_median, cpu_ms_per_step (best), loss (a checksum),
+//   threads, blas_core (the OpenBLAS kernels that ran), blas (how they were chosen), ms_per_step (best, wall), ms_median, cpu_ms_per_step (best), loss (a checksum),
 //   faults_per_step (minor page faults during the timed steps), peak_rss_kb (VmHWM), rss_kb
 //   (VmRSS at exit),
 //   hwm_growth_kb (VmHWM at exit minus VmHWM after warm-up), live_heap_kb (bytes malloc has
@@ -45,12 +46,12 @@
 #include <string>
 #include <vector>
 
-// For W4's "raw" column the bench calls OpenBLAS directly, as a ceiling (and it prints the
-// kernel family OpenBLAS chose for this CPU). (No xtensor-blas
-// here, so <cblas.h> may be included; the library itself calls cblas only in gemm_cblas.cpp.)
-#include <cblas.h>
-
 #include <tapegrad/tapegrad.h>
+
+// For W4's "raw" column the bench calls OpenBLAS itself, as a ceiling: the library tapegrad
+// loaded at run time, with the kernels it chose (lib/src/backend/openblas.h). Linking
+// OpenBLAS here would load it before tapegrad could choose.
+#include "backend/openblas.h"
 
 #include "tiny_gpt.h"
 
@@ -242,13 +243,11 @@ Timing w4(const Args& a, float& loss_out, double& raw_ms, double& raw_cpu_ms) {
   std::vector<float> X(B * IN), W(OUT * IN), G(B * OUT, 1.0f), Y(B * OUT), DX(B * IN), DW(OUT * IN);
   std::copy(x.data().begin(), x.data().end(), X.begin());
   std::copy(lin->weight.data().begin(), lin->weight.data().end(), W.begin());
+  const tg::blas::Library& blas = tg::blas::library();
   auto raw = [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, OUT, IN, 1.0f, X.data(), IN,
-                W.data(), IN, 0.0f, Y.data(), OUT);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, IN, OUT, 1.0f, G.data(), OUT,
-                W.data(), IN, 0.0f, DX.data(), IN);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OUT, IN, B, 1.0f, G.data(), OUT,
-                X.data(), IN, 0.0f, DW.data(), IN);
+    blas.sgemm(false, true, B, OUT, IN, 1.0f, X.data(), IN, W.data(), IN, 0.0f, Y.data(), OUT);
+    blas.sgemm(false, false, B, IN, OUT, 1.0f, G.data(), OUT, W.data(), IN, 0.0f, DX.data(), IN);
+    blas.sgemm(true, false, OUT, IN, B, 1.0f, G.data(), OUT, X.data(), IN, 0.0f, DW.data(), IN);
   };
   // Interleave the two so that load from other processes hits both alike.
   Timing best;
@@ -303,7 +302,9 @@ int main(int argc, char** argv) {
   tg::set_device(tg::Device::CPU);
   if (a.threads > 0) tg::set_num_threads(a.threads);  // 0: OpenBLAS's own threads
   tg::manual_seed(0);
-  std::printf("threads %d\nblas_core %s\n", tg::get_num_threads(), openblas_get_corename());
+  std::printf("threads %d\nblas_core %s\nblas %s\n", tg::get_num_threads(),
+              tg::blas_kernel().c_str(),
+              tg::blas::summary(tg::blas::library().status()).c_str());
   float loss = 0;
   Timing t;
   if (a.workload == "w1") {

@@ -14,17 +14,19 @@ Thread settings:
 A round runs, per workload, tapegrad@1, PyTorch@1, tapegrad@2 (both settings), PyTorch@2 (the
 order of the two sides alternates between rounds); the best of all rounds counts for each side.
 
-OpenBLAS kernels: OpenBLAS picks its kernels for the CPU when it loads; --blas-core NAME sets
-OPENBLAS_CORETYPE=NAME for BOTH sides (OpenBLAS 0.3.21 does not know recent AMD CPUs and
-falls back to its AVX2 "Haswell" kernels; Cooperlake selects the AVX-512 ones). The kernels
-each side ran are printed.
+OpenBLAS kernels: OpenBLAS picks its kernels for the CPU when it loads, unless
+OPENBLAS_CORETYPE names them; tapegrad loads OpenBLAS at run time and asks for faster kernels
+where OpenBLAS's choice is of a slower class than the CPU runs and the variable is unset
+(lib/src/backend/openblas.h). --blas-core NAME sets OPENBLAS_CORETYPE=NAME for BOTH sides;
+--tg-blas-kernel MODE sets TAPEGRAD_BLAS_KERNEL=MODE for tapegrad (best: its choice even over
+OPENBLAS_CORETYPE). Each row says which kernels each side ran.
 
 Timing: --metric wall (default) uses the best wall-clock ms per step. On a busy machine,
 --metric cpu uses process CPU time for the 1-core rows (robust to other jobs; equal to wall
 time on an idle machine); 2-core rows always use wall time.
 
 Usage: workloads_report.py --bin BUILD/bench/workloads [--rounds N] [--workloads w1,w3]
-       [--threads 1,2] [--metric wall|cpu] [--blas-core NAME] [--quick]
+       [--threads 1,2] [--metric wall|cpu] [--blas-core NAME] [--tg-blas-kernel MODE] [--quick]
 """
 import argparse
 import os
@@ -45,6 +47,7 @@ GOALS = {"w1": 1.5, "w2b1": 3.0, "w3": 1.5}  # ratio of steps/s; W4: >= 90% of r
 
 
 BLAS_CORE = {}  # OPENBLAS_CORETYPE for both sides, if --blas-core is given
+TG_ENV = {}  # TAPEGRAD_BLAS_KERNEL for tapegrad, if --tg-blas-kernel is given
 
 
 def run(cmd, env_extra):
@@ -69,7 +72,7 @@ def tg_cmd(a, w, threads, blas_threads):
     cmd = [a.bin, w, "--threads", str(threads)]
     if a.quick:
         cmd += ["--reps", "2"]
-    return cmd, {"OPENBLAS_NUM_THREADS": str(blas_threads)}
+    return cmd, dict(TG_ENV, OPENBLAS_NUM_THREADS=str(blas_threads))
 
 
 def torch_cmd(a, w, blas_threads):
@@ -100,10 +103,13 @@ def main():
     p.add_argument("--threads", default="1,2", help="settings to run: 1, 2 or 1,2")
     p.add_argument("--metric", choices=["wall", "cpu"], default="wall")
     p.add_argument("--blas-core", default="", help="OPENBLAS_CORETYPE for both sides")
+    p.add_argument("--tg-blas-kernel", default="", help="TAPEGRAD_BLAS_KERNEL for tapegrad")
     p.add_argument("--quick", action="store_true", help="fewer repetitions per process")
     a = p.parse_args()
     if a.blas_core:
         BLAS_CORE["OPENBLAS_CORETYPE"] = a.blas_core
+    if a.tg_blas_kernel:
+        TG_ENV["TAPEGRAD_BLAS_KERNEL"] = a.tg_blas_kernel
     names = a.workloads.split(",")
     settings = [int(s) for s in a.threads.split(",")]
     for n in names:
@@ -184,7 +190,8 @@ def main():
                          mib(tg_r["peak_rss_kb"]) + ("" if rss_ok else " (above!)"),
                          mib(torch_r["peak_rss_kb"]),
                          f"{tg_r['faults_per_step']:.0f} / {torch_r['faults_per_step']:.0f}",
-                         f"{tg_r['hwm_growth_kb']:.0f} / {torch_r['hwm_growth_kb']:.0f}"])
+                         f"{tg_r['hwm_growth_kb']:.0f} / {torch_r['hwm_growth_kb']:.0f}",
+                         f"{tg_r.get('blas_core')} / {torch_r.get('blas_core')}"])
 
     metric = "process CPU time (1 core), wall (2 cores)" if a.metric == "cpu" else "wall clock"
     print(f"\n{time.strftime('%Y-%m-%d %H:%M')}, {a.rounds} rounds, best of each, ms/step by "
@@ -193,7 +200,8 @@ def main():
           f"PyTorch {'/'.join(cores['torch'])}\n")
     head = ["workload", "cores (threads)", "tapegrad ms/step", "PyTorch ms/step",
             "ratio (steps/s)", "goal", "tapegrad peak RSS", "PyTorch peak RSS",
-            "page faults/step tg / torch", "peak growth after warm-up kB tg / torch"]
+            "page faults/step tg / torch", "peak growth after warm-up kB tg / torch",
+            "OpenBLAS kernel tg / torch"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for row in rows:
@@ -201,6 +209,8 @@ def main():
     print()
     for n in notes:
         print(n)
+    for how in sorted({str(v.get("blas")) for k, v in best.items() if k[1] == "tg"}):
+        print(f"tapegrad's OpenBLAS: {how}")
 
 
 if __name__ == "__main__":

@@ -7,9 +7,9 @@
 set -euo pipefail
 
 packages=(
-  g++ cmake make ccache             # toolchain
-  libxtensor-dev libxsimd-dev xtl-dev libxtensor-blas-dev   # arrays
-  libopenblas-dev                   # BLAS (sgemm)
+  g++ cmake make ccache pkgconf     # toolchain (pkg-config: the package test)
+  libxtensor-dev libxsimd-dev xtl-dev   # arrays
+  libopenblas-dev                   # BLAS: cblas.h to build, libopenblas.so.0 loaded at run time
   libcereal-dev                     # checkpoints
   libgtest-dev                      # tests
   libcli11-dev                      # example command lines

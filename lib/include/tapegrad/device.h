@@ -6,9 +6,11 @@
 // core never links CUDA, so a program starts and works on a machine without it.
 //
 // The backend comes from set_device(), or else from TAPEGRAD_DEVICE=cpu|cuda|auto (default
-// auto), read on the first product. If CUDA is wanted but the plugin, the driver or a
-// device is missing, tapegrad prints one line to stderr and uses OpenBLAS:
+// auto), read on the first product. If the plugin, the driver or a device is missing,
+// tapegrad uses OpenBLAS: silently for Auto; when CUDA was asked for by name, with one line
+// on stderr:
 //   tapegrad: CUDA unavailable (<reason>); using OpenBLAS
+// TAPEGRAD_VERBOSE=1 prints the choice (device_status()) on the first product.
 #include <string>
 
 namespace tg {
@@ -17,6 +19,7 @@ enum class Device {
   CPU,   ///< OpenBLAS for every product
   CUDA,  ///< cuBLAS for every product (OpenBLAS, with the log line, if CUDA is unavailable)
   Auto,  ///< cuBLAS for products of at least TAPEGRAD_CUDA_MIN_FLOPS flops, else OpenBLAS
+         ///< (and OpenBLAS for every product, silently, if CUDA is unavailable)
 };
 
 /// Choose the backend now (overrides TAPEGRAD_DEVICE). CUDA and Auto load and initialise
@@ -29,8 +32,20 @@ Device current_device();
 /// Whether the plugin loaded and found a device. Probes the plugin if nobody has yet.
 bool cuda_available();
 
-/// One line for logs: "cuda: <device>", or "cpu (CUDA unavailable: <reason>)", or "cpu".
+/// One line for logs: where products run, then the OpenBLAS kernels that run the CPU ones:
+///   "cpu; OpenBLAS 0.3.21, kernel Cooperlake (tapegrad's choice; OpenBLAS chose Haswell)"
+///   "cpu (CUDA unavailable: <reason>); OpenBLAS ..."   "cuda: <device>; OpenBLAS ..."
+/// Loads OpenBLAS if nothing has yet (see blas_kernel()).
 std::string device_status();
+
+/// The OpenBLAS kernel set that runs the CPU products ("Cooperlake", "Haswell"). OpenBLAS is
+/// loaded at run time, on the first product: unless OPENBLAS_CORETYPE is set, tapegrad asks
+/// it for the fastest kernels this CPU can execute where its own choice is of a slower class
+/// (SSE < AVX < AVX2 < AVX-512), after checking a few products against a plain loop.
+/// TAPEGRAD_BLAS_KERNEL=openblas keeps OpenBLAS's choice; =best overrides OPENBLAS_CORETYPE.
+/// If the program loaded OpenBLAS before tapegrad, its kernels stay, and where a faster set
+/// exists one line on stderr names OPENBLAS_CORETYPE and the expected gain.
+std::string blas_kernel();
 
 /// CPU threads for every product. n >= 1. Once called, OpenBLAS runs single-threaded and
 /// tapegrad splits each large product (about 10 µs of work or more) into up to n parts that

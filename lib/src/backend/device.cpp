@@ -2,14 +2,16 @@
 //
 // OpenBLAS always works. cuBLAS lives in an optional plugin, libtapegrad_cuda.so
 // (lib/cuda), which is dlopened on first use, so the core links only libdl. The plugin is
-// looked for, in order:
+// looked for, in order, wherever tapegrad was installed (or built):
 //   1. $TAPEGRAD_CUDA_PLUGIN (a file path; if set, nothing else is tried);
-//   2. next to the code of libtapegrad (dladdr): libtapegrad.so's directory, or the
-//      executable's when tapegrad is linked statically;
-//   3. the install libdir (TAPEGRAD_PLUGIN_INSTALL_DIR);
-//   4. the dynamic loader's search path (LD_LIBRARY_PATH, ld.so.cache).
-// If the plugin, the driver or a device is missing, the products run on OpenBLAS and one
-// line goes to stderr. A loaded plugin is never unloaded (the CUDA runtime dislikes it).
+//   2. next to libtapegrad.so (dladdr), for a shared build; for a static one, in the
+//      library folder beside the executable's folder: <exe dir>/../lib (the install
+//      layout's libdir, TAPEGRAD_PLUGIN_LIBDIR; in a build tree, build/lib);
+//   3. the dynamic loader's search path (LD_LIBRARY_PATH, ld.so.cache).
+// If the plugin, the driver or a device is missing, the products run on OpenBLAS. Only an
+// explicit request for CUDA (set_device(Device::CUDA), TAPEGRAD_DEVICE=cuda) says so on
+// stderr, in one line; Auto is silent. TAPEGRAD_VERBOSE=1 prints the choice (device_status())
+// on the first product. A loaded plugin is never unloaded (the CUDA runtime dislikes it).
 //
 // Auto sends a product to the GPU when 2·M·N·K·batch >= TAPEGRAD_CUDA_MIN_FLOPS (default
 // kDefaultMinFlops); CUDA sends every product. A product that fails on the GPU before its
@@ -17,19 +19,24 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <limits.h>
+#include <stdlib.h>
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "plugin_abi.h"  // lib/cuda: the ABI the plugin implements
 #include "backend/gemm.h"
+#include "backend/openblas.h"
 #include "tapegrad/device.h"
 #include "tapegrad/error.h"
 
-#ifndef TAPEGRAD_PLUGIN_INSTALL_DIR
-#define TAPEGRAD_PLUGIN_INSTALL_DIR ""
+#ifndef TAPEGRAD_PLUGIN_LIBDIR
+#define TAPEGRAD_PLUGIN_LIBDIR "lib"
 #endif
 
 namespace tg {
@@ -62,12 +69,33 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-std::string directory_of_this_library() {
-  Dl_info info{};
-  if (!dladdr(reinterpret_cast<void*>(&tg::set_device), &info) || !info.dli_fname) return "";
-  std::string path = info.dli_fname;
+std::string directory_of(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+std::string real_path(const std::string& path) {
+  char buf[PATH_MAX];
+  return ::realpath(path.c_str(), buf) ? std::string(buf) : path;
+}
+
+/// Where to look for the plugin before the loader's path: libtapegrad.so's folder, or, when
+/// tapegrad is linked into the executable, <exe dir>/../<libdir> (and <exe dir>/../lib, the
+/// build tree's layout, where the libdir is longer).
+std::vector<std::string> plugin_directories() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&tg::set_device), &info) || !info.dli_fname) return {};
+  const std::string code = real_path(info.dli_fname), exe = real_path("/proc/self/exe");
+  if (code != exe) return {directory_of(code)};  // the shared library
+  const std::string prefix = directory_of(directory_of(exe)), libdir = TAPEGRAD_PLUGIN_LIBDIR;
+  std::vector<std::string> dirs = {libdir.rfind('/', 0) == 0 ? libdir : prefix + "/" + libdir};
+  if (dirs[0] != prefix + "/lib") dirs.push_back(prefix + "/lib");
+  return dirs;
+}
+
+bool verbose() {
+  const char* v = std::getenv("TAPEGRAD_VERBOSE");
+  return v && *v && std::string(v) != "0";
 }
 
 /// dlopen `path`; on failure, a reason. The handle is kept forever on success.
@@ -95,13 +123,10 @@ void probe_locked() {
       h = open_plugin(env, reason);
   } else {
     std::string tried;
-    for (const std::string& dir : {directory_of_this_library(),
-                                   std::string(TAPEGRAD_PLUGIN_INSTALL_DIR)}) {
-      if (dir.empty()) continue;
-      const std::string path = dir + "/" + kPluginName;
+    for (const std::string& dir : plugin_directories()) {
       tried += (tried.empty() ? "" : ", ") + dir;
-      if (file_exists(path)) {
-        h = open_plugin(path, reason);
+      if (file_exists(dir + "/" + kPluginName)) {
+        h = open_plugin(dir + "/" + kPluginName, reason);
         break;
       }
     }
@@ -149,7 +174,8 @@ double min_flops_from_env() {
   return v;
 }
 
-/// Apply a requested device (under g_mu): probe when CUDA is wanted, log a fallback.
+/// Apply a requested device (under g_mu): probe when CUDA is wanted; a fallback is logged
+/// when CUDA was asked for by name (or TAPEGRAD_VERBOSE is set), never for Auto.
 void resolve_locked(Device d) {
   if (d == Device::CPU) {
     g_on_cuda = false;
@@ -162,8 +188,9 @@ void resolve_locked(Device d) {
     g_on_cuda = true;
   } else {
     g_on_cuda = false;
-    std::fprintf(stderr, "tapegrad: CUDA unavailable (%s); using OpenBLAS\n",
-                 g_plugin.info.c_str());
+    if (d == Device::CUDA || verbose())
+      std::fprintf(stderr, "tapegrad: CUDA unavailable (%s); using OpenBLAS\n",
+                   g_plugin.info.c_str());
   }
 }
 
@@ -176,10 +203,15 @@ Device device_from_env() {
   throw ValueError("TAPEGRAD_DEVICE: expected cpu, cuda or auto, got '" + v + "'");
 }
 
+std::string status_line();
+
 void ensure_init() {
   std::call_once(g_once, [] {
-    std::lock_guard<std::mutex> lock(g_mu);
-    if (!g_explicit) resolve_locked(device_from_env());
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      if (!g_explicit) resolve_locked(device_from_env());
+    }
+    if (verbose()) std::fprintf(stderr, "tapegrad: %s\n", status_line().c_str());
   });
 }
 
@@ -230,11 +262,20 @@ bool cuda_available() {
 
 std::string device_status() {
   ensure_init();
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (g_on_cuda) return "cuda: " + g_plugin.info;
-  if (g_probed && !g_plugin.ready) return "cpu (CUDA unavailable: " + g_plugin.info + ")";
-  return "cpu";
+  return status_line();
 }
+
+namespace {
+std::string status_line() {
+  const std::string cpu = "; " + blas::summary(blas::library().status());
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_on_cuda) return "cuda: " + g_plugin.info + cpu;
+  if (g_probed && !g_plugin.ready) return "cpu (CUDA unavailable: " + g_plugin.info + ")" + cpu;
+  return "cpu" + cpu;
+}
+}  // namespace
+
+std::string blas_kernel() { return blas::library().status().kernel; }
 
 void set_num_threads(int n) {
   if (n < 1) throw ValueError("set_num_threads: expected n >= 1, got " + std::to_string(n));

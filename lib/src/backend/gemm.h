@@ -22,7 +22,7 @@ void gemm_strided_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int6
                           const float* B, int64_t ldb, int64_t stride_b, float beta, float* C,
                           int64_t ldc, int64_t stride_c, int64_t batch);
 
-/// The CPU implementation (OpenBLAS cblas_sgemm), always available.
+/// The CPU implementation (OpenBLAS's sgemm, loaded at run time: openblas.h), always available.
 void cpu_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
               const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
               int64_t ldc);

@@ -1,5 +1,5 @@
-// The CPU GEMM: OpenBLAS's cblas_sgemm, in a translation unit of its own (cblas.h and
-// xtensor-blas cannot meet).
+// The CPU GEMM: OpenBLAS's sgemm and sgemv, through the library loaded at run time with the
+// kernel choice (openblas.h).
 //
 // Threads: until tg::set_num_threads(n) is called, every product is one OpenBLAS call with
 // OpenBLAS's own threads (OPENBLAS_NUM_THREADS, or one per core). After it, OpenBLAS runs on
@@ -9,12 +9,11 @@
 // Measured here, a product of W1's sizes (64×256×784) takes 235 µs on one thread, 255 µs on
 // two OpenBLAS threads and 138 µs split in two this way. Every
 // element of C is computed by the same kernel over the same K either way.
-#include <cblas.h>
-
 #include <algorithm>
 #include <atomic>
 
 #include "backend/gemm.h"
+#include "backend/openblas.h"
 #include "backend/thread_pool.h"
 
 namespace tg {
@@ -42,28 +41,23 @@ void blas_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, floa
                int64_t ldc) {
   // One output row or column is a matrix-vector product. sgemm would repack the whole
   // matrix on every call (most of the time of a batch-1 RNN step); sgemv reads it in place.
+  const blas::Library& lib = blas::library();
+  const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
   if (M == 1 || N == 1) {
     if (beta == 0) {  // "beta = 0 ignores C": never let old NaNs through
       for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = 0.0f;
     }
     if (M == 1)  // cᵀ = alpha · op(B)ᵀ aᵀ + beta · cᵀ, with op(B)ᵀ = B (trans_b) or Bᵀ
-      cblas_sgemv(CblasRowMajor, trans_b ? CblasNoTrans : CblasTrans,
-                  static_cast<blasint>(trans_b ? N : K), static_cast<blasint>(trans_b ? K : N),
-                  alpha, B, static_cast<blasint>(ldb), A, static_cast<blasint>(trans_a ? lda : 1),
-                  beta, C, 1);
+      lib.sgemv(!trans_b, trans_b ? n : k, trans_b ? k : n, alpha, B, static_cast<int>(ldb), A,
+                static_cast<int>(trans_a ? lda : 1), beta, C, 1);
     else  // c = alpha · op(A) b + beta · c
-      cblas_sgemv(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                  static_cast<blasint>(trans_a ? K : M), static_cast<blasint>(trans_a ? M : K),
-                  alpha, A, static_cast<blasint>(lda), B, static_cast<blasint>(trans_b ? 1 : ldb),
-                  beta, C, static_cast<blasint>(ldc));
+      lib.sgemv(trans_a, trans_a ? k : m, trans_a ? m : k, alpha, A, static_cast<int>(lda), B,
+                static_cast<int>(trans_b ? 1 : ldb), beta, C, static_cast<int>(ldc));
     return;
   }
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(M),
-              static_cast<blasint>(N), static_cast<blasint>(K), alpha, A,
-              static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C,
-              static_cast<blasint>(ldc));
+  lib.sgemm(trans_a, trans_b, m, n, k, alpha, A, static_cast<int>(lda), B, static_cast<int>(ldb),
+            beta, C, static_cast<int>(ldc));
 }
 
 /// How many parts a product of `flops` over `len` splittable rows (or columns) gets.
@@ -145,14 +139,14 @@ void cpu_gemm_strided_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, 
 }
 
 void cpu_set_num_threads(int n) {
-  openblas_set_num_threads(1);  // each part is one single-threaded call
+  blas::library().set_num_threads(1);  // each part is one single-threaded call
   detail::set_pool_threads(n);
   g_own_threads.store(true, std::memory_order_relaxed);
 }
 
 int cpu_get_num_threads() {
   return g_own_threads.load(std::memory_order_relaxed) ? detail::pool_threads()
-                                                        : openblas_get_num_threads();
+                                                        : blas::library().get_num_threads();
 }
 
 }  // namespace gemm
