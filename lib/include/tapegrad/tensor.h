@@ -1,9 +1,10 @@
 #pragma once
-// tg::Tensor: a cheap shared handle over float32, row-major data.
+// tg::Tensor: a cheap shared handle over float32 data: a storage seen row-major, or through
+// the strides of a view (reshape, narrow, transpose, ...; see "views" below).
 //
-// The values live in an xtensor array inside the library; this header does not include
-// xtensor, so code that only uses tensors compiles fast. Include <tapegrad/xtensor.h> to
-// reach the array itself.
+// The values live in a buffer inside the library; this header does not include xtensor, so
+// code that only uses tensors compiles fast. Include <tapegrad/xtensor.h> to reach them as
+// an xtensor expression.
 //
 // A tensor that requires a gradient records every op applied to it on the tape; calling
 // backward() on a scalar result replays the tape in reverse and fills .grad() of the leaves.
