@@ -175,16 +175,11 @@ std::vector<Case> batched_cases(std::mt19937& rng, int64_t max_dim) {
   return cases;
 }
 
-void run_single(const Case& c, const float* A, const float* B, float* C,
-                decltype(&tg::gemm::gemm) fn) {
-  fn(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A, c.lda(), B, c.ldb(), c.beta, C, c.ldc());
-}
-
 const BatchedFn kCpuGemm = [](const Case& c, const float* A, const float* B, float* C) {
-  run_single(c, A, B, C, &cpu_gemm);
+  cpu_gemm(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A, c.lda(), B, c.ldb(), c.beta, C, c.ldc());
 };
 const BatchedFn kGemm = [](const Case& c, const float* A, const float* B, float* C) {
-  run_single(c, A, B, C, &tg::gemm::gemm);
+  tg::gemm::gemm(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A, c.lda(), B, c.ldb(), c.beta, C, c.ldc());
 };
 const BatchedFn kBatched = [](const Case& c, const float* A, const float* B, float* C) {
   tg::gemm::gemm_strided_batched(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A, c.lda(), c.stride_a(),
@@ -401,22 +396,22 @@ TEST(GemmPlugin, EmulatedDeviceMatchesTripleLoop) {
   EXPECT_EQ(abi(), TG_CUDA_ABI_VERSION);
   char msg[256] = {0};
   float x = 1;
-  EXPECT_EQ(sgemm(0, 0, 1, 1, 1, 1, &x, 1, &x, 1, 0, &x, 1, msg, sizeof msg),
+  EXPECT_EQ(sgemm(0, 0, 1, 1, 1, 1, &x, 1, nullptr, &x, 1, nullptr, 0, &x, 1, msg, sizeof msg),
             TG_CUDA_E_UNTOUCHED) << "a product before init";
   ASSERT_EQ(init(msg, sizeof msg), 0) << msg;
   EXPECT_STREQ(msg, "emulated, sm_00, 0 GiB");
 
   const BatchedFn via_plugin = [](const Case& c, const float* A, const float* B, float* C) {
     char m[256] = {0};
-    const int rc = batched(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A, c.lda(), c.stride_a(), B,
-                           c.ldb(), c.stride_b(), c.beta, C, c.ldc(), c.stride_c(), c.batch, m,
-                           sizeof m);
+    const int rc = batched(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A, c.lda(), c.stride_a(), nullptr,
+                           B, c.ldb(), c.stride_b(), nullptr, c.beta, C, c.ldc(), c.stride_c(),
+                           c.batch, m, sizeof m);
     ASSERT_EQ(rc, 0) << m;
   };
   const BatchedFn via_single = [](const Case& c, const float* A, const float* B, float* C) {
     char m[256] = {0};
-    ASSERT_EQ(sgemm(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A, c.lda(), B, c.ldb(), c.beta, C,
-                    c.ldc(), m, sizeof m),
+    ASSERT_EQ(sgemm(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A, c.lda(), nullptr, B, c.ldb(), nullptr,
+                    c.beta, C, c.ldc(), m, sizeof m),
               0)
         << m;
   };
@@ -428,11 +423,11 @@ TEST(GemmPlugin, EmulatedDeviceMatchesTripleLoop) {
     if (c.K > 0) check(c, via_plugin, rng), ++ran;
   EXPECT_GT(ran, 50);
   // K = 0 is left to the caller, untouched; overlapping outputs are refused.
-  EXPECT_EQ(sgemm(0, 0, 2, 2, 0, 1, &x, 1, &x, 2, 0, &x, 2, msg, sizeof msg),
+  EXPECT_EQ(sgemm(0, 0, 2, 2, 0, 1, &x, 1, nullptr, &x, 2, nullptr, 0, &x, 2, msg, sizeof msg),
             TG_CUDA_E_UNTOUCHED);
   std::vector<float> a(16, 1), c(16, 0);
-  EXPECT_EQ(batched(0, 0, 2, 2, 2, 1, a.data(), 2, 4, a.data(), 2, 4, 0, c.data(), 2, 0, 2, msg,
-                    sizeof msg),
+  EXPECT_EQ(batched(0, 0, 2, 2, 2, 1, a.data(), 2, 4, nullptr, a.data(), 2, 4, nullptr, 0,
+                    c.data(), 2, 0, 2, msg, sizeof msg),
             TG_CUDA_E_UNTOUCHED);
   EXPECT_TRUE(std::all_of(c.begin(), c.end(), [](float v) { return v == 0; }));
   shutdown();  // and init works again after shutdown
