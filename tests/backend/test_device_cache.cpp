@@ -8,6 +8,8 @@
 #include <stdlib.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,9 +20,16 @@ namespace {
 
 #ifdef TAPEGRAD_CUDA_EMULATED_PLUGIN
 
-/// Products on the emulated device from here on (every product: Device::CUDA), cache on.
+/// The plugin under test: the emulated one, or TAPEGRAD_TEST_CUDA_PLUGIN's (bench/gpu_check.sh
+/// runs these tests on a real GPU with the real plugin).
+const char* plugin_under_test() {
+  const char* e = std::getenv("TAPEGRAD_TEST_CUDA_PLUGIN");
+  return e && *e ? e : TAPEGRAD_CUDA_EMULATED_PLUGIN;
+}
+
+/// Products on the plugin's device from here on (every product: Device::CUDA), cache on.
 void use_emulated_device(int64_t budget = int64_t(1) << 30) {
-  ::setenv("TAPEGRAD_CUDA_PLUGIN", TAPEGRAD_CUDA_EMULATED_PLUGIN, 1);
+  ::setenv("TAPEGRAD_CUDA_PLUGIN", plugin_under_test(), 1);
   tg::set_device(tg::Device::CUDA);
   ASSERT_EQ(tg::current_device(), tg::Device::CUDA) << tg::device_status();
   tg::set_device_cache_budget(budget);
@@ -233,6 +242,27 @@ TEST(DeviceCache, TrainingMatchesTheCpu) {
   EXPECT_GT(after.hits - before.hits, 0) << "backward reuses the forward's weight copies";
 }
 
+TEST(DeviceCache, RecurrencesKeepTheirHiddenWeight) {
+  use_emulated_device();
+  auto run = [](tg::Device device) {
+    tg::set_device(device);
+    tg::manual_seed(8);
+    tg::nn::GRU gru(5, 7);
+    const tg::Tensor x = tg::randn({6, 3, 5});  // (T, B, C)
+    const tg::nn::RNNOutput out = gru.forward(x);
+    tg::sum(out.output * out.output).backward();
+    std::vector<tg::Tensor> r = {out.output};
+    for (const tg::Tensor& p : gru.parameters()) r.push_back(p.grad());
+    return r;
+  };
+  Delta d;
+  const auto gpu = run(tg::Device::CUDA);
+  EXPECT_GE(d.hits(), 2 * 6 - 2) << "W_hh is uploaded once for the T steps forward and back";
+  const auto cpu = run(tg::Device::CPU);
+  ASSERT_EQ(gpu.size(), cpu.size());
+  for (size_t i = 0; i < gpu.size(); ++i) EXPECT_TRUE(same(gpu[i], cpu[i], 1e-4f)) << i;
+}
+
 TEST(DeviceCache, BudgetZeroTurnsItOff) {
   use_emulated_device(0);
   const tg::Tensor w = tg::randn({3, 4}), x = tg::randn({2, 4});
@@ -247,7 +277,7 @@ TEST(DeviceCache, BudgetZeroTurnsItOff) {
 // The plugin's cache through its C ABI: a key is trusted (a hit uses the device copy even if
 // the host values changed under the same key), a new stamp replaces the copy, forget drops it.
 TEST(DeviceCachePlugin, KeysStampsAndForget) {
-  void* h = dlopen(TAPEGRAD_CUDA_EMULATED_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+  void* h = dlopen(plugin_under_test(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(h, nullptr) << dlerror();
   auto init = reinterpret_cast<tg_cuda_init_fn>(dlsym(h, "tg_cuda_init"));
   auto sgemm = reinterpret_cast<tg_cuda_sgemm_fn>(dlsym(h, "tg_cuda_sgemm"));
