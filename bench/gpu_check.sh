@@ -32,7 +32,7 @@ pack() {
   # OpenBLAS is dlopened by name (libopenblas.so.0), so ldd does not list it: copy it and
   # what it needs. CUDA's own libraries and the C/C++ runtime come from the GPU machine.
   local openblas
-  openblas=$(/sbin/ldconfig -p | awk '/libopenblas\.so\.0 /{print $NF; exit}')
+  openblas=$(/sbin/ldconfig -p | awk '/libopenblas\.so\.0 /{lib = $NF} END {print lib}')
   cp -L "$openblas" "$dir/lib/libopenblas.so.0"
   for f in "$dir"/bin/* "$dir"/lib/*; do
     ldd "$f" 2>/dev/null | awk '/=> \//{print $3}'
@@ -54,31 +54,29 @@ run() {
   # The tests were built elsewhere: these name the plugins in this folder.
   export TAPEGRAD_TEST_CUDA_PLUGIN="$TAPEGRAD_CUDA_PLUGIN"
   export TAPEGRAD_TEST_EMULATED_PLUGIN="$dir/lib/libtapegrad_cuda_emulated.so"
-  local log="$dir/gpu_check.log"
-  : > "$log"
-  {
-    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-    grep -m1 "model name" /proc/cpuinfo || true
-    # TAPEGRAD_REQUIRE_CUDA turns GemmCuda.MatchesOpenBlas's skip into a failure.
-    TAPEGRAD_REQUIRE_CUDA=1 "$dir/bin/test_backend_gemm"
-    # The cache's tests on the real device, with the real plugin.
-    "$dir/bin/test_backend_device_cache"
-    "$dir/bin/gemm_bench" --max-size 4096
-    for dev in cpu cuda; do
-      for w in w4 w3; do
-        echo "== $w on $dev (cache on)"
-        TAPEGRAD_DEVICE=$dev "$dir/bin/workloads" $w --threads 0 --reps 3
-      done
-    done
-    echo "== w4 on cuda, cache off"
-    TAPEGRAD_DEVICE=cuda TAPEGRAD_CUDA_CACHE_MB=0 "$dir/bin/workloads" w4 --threads 0 --reps 3
-    echo "== w3 on cuda, cache off"
-    TAPEGRAD_DEVICE=cuda TAPEGRAD_CUDA_CACHE_MB=0 "$dir/bin/workloads" w3 --threads 0 --reps 3
-  } 2>&1 | tee -a "$log"
-  if grep -q "SKIPPED \] GemmCuda\|FAILED" "$log"; then
-    echo "gpu_check: a cuBLAS check was skipped or failed; is there a GPU?" >&2
-    return 1
+  local log="$dir/gpu_check.log" failed=0
+  exec > >(tee "$log") 2>&1
+  step() {  # every step runs, whatever failed before; the status says if any did
+    echo "== $*"
+    env "$@" || { echo "gpu_check: FAILED: $*"; failed=1; }
+  }
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+  grep -m1 "model name" /proc/cpuinfo || true
+  # TAPEGRAD_REQUIRE_CUDA turns GemmCuda.MatchesOpenBlas's skip into a failure.
+  step TAPEGRAD_REQUIRE_CUDA=1 "$dir/bin/test_backend_gemm"
+  step "$dir/bin/test_backend_device_cache"  # the cache's tests with the real plugin
+  step "$dir/bin/gemm_bench" --max-size 4096
+  for dev in cpu cuda; do
+    for w in w4 w3; do step TAPEGRAD_DEVICE=$dev "$dir/bin/workloads" $w --threads 0 --reps 3; done
+  done
+  for w in w4 w3; do  # the same without the weight cache
+    step TAPEGRAD_DEVICE=cuda TAPEGRAD_CUDA_CACHE_MB=0 "$dir/bin/workloads" $w --threads 0 --reps 3
+  done
+  if grep -q "SKIPPED \] GemmCuda" "$log"; then
+    echo "gpu_check: the cuBLAS comparison was skipped; is there a GPU?"
+    failed=1
   fi
+  return $failed
 }
 
 case "${1:-}" in
