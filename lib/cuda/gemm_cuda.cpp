@@ -10,8 +10,14 @@
 // Device memory: one grow-only buffer per operand (A, B, C), reused by every call. Device
 // copies keep the host layout (leading dimensions and batch strides), so ld and strides
 // pass to cuBLAS as they are. C comes back row by row (cudaMemcpy2D), never touching the
-// host elements between rows (C may be a sub-matrix). Nothing is cached between calls:
-// weights are uploaded on every call (see README, "GPU (optional)").
+// host elements between rows (C may be a sub-matrix).
+//
+// The cache of device copies (ABI version 2): an operand that comes with a tg_cuda_operand
+// (a weight, or any leaf tensor) is looked up by (storage, stamp, host address, element
+// count); a hit skips its upload. The caller changes the stamp with every write, so a copy is
+// never stale; a miss drops the storage's copies of other stamps, and room is made by
+// evicting the least recently used copies (never the other operand of the same product).
+// An operand larger than the budget goes through the scratch buffers, uncached.
 //
 // Precision: CUBLAS_DEFAULT_MATH, i.e. true fp32 (no TF32), to match OpenBLAS.
 // Thread safety: one mutex around every entry point (one handle, one stream, one pool).
@@ -20,7 +26,10 @@
 
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
+#include <list>
 #include <mutex>
+#include <unordered_map>
 
 #include "plugin_abi.h"
 
@@ -37,6 +46,125 @@ int g_device = 0;
 cublasHandle_t g_handle = nullptr;
 cudaStream_t g_stream = nullptr;
 Buffer g_a, g_b, g_c;
+
+/// One cached device copy: `n` floats of storage `storage` at host address `host`, as they
+/// were at `stamp`.
+struct CacheKey {
+  uint64_t storage, stamp;
+  const float* host;
+  int64_t n;
+  bool operator==(const CacheKey& o) const {
+    return storage == o.storage && stamp == o.stamp && host == o.host && n == o.n;
+  }
+};
+struct CacheKeyHash {
+  size_t operator()(const CacheKey& k) const {
+    size_t h = std::hash<uint64_t>()(k.storage);
+    h = h * 31 + std::hash<uint64_t>()(k.stamp);
+    h = h * 31 + std::hash<const void*>()(k.host);
+    return h * 31 + std::hash<int64_t>()(k.n);
+  }
+};
+struct CacheEntry {
+  CacheKey key;
+  float* dev;
+  size_t bytes;
+};
+
+/// Device copies of keyed operands, most recently used first (guarded by g_mu).
+class DeviceCache {
+ public:
+  /// The device copy of `n` floats at `host`, uploaded now if it is not cached (on g_stream);
+  /// null if it cannot be cached (too large, disabled, or out of device memory), in which
+  /// case the caller uploads to scratch. `keep` is never evicted (the other operand).
+  float* get(const tg_cuda_operand& id, const float* host, int64_t n, const float* keep,
+             cudaError_t& err);
+  void forget(uint64_t storage) {
+    for (auto it = lru_.begin(); it != lru_.end();)
+      it = it->key.storage == storage ? drop(it) : std::next(it);
+  }
+  void set_budget(uint64_t bytes) {
+    budget_ = bytes;
+    while (bytes_ > budget_ && !lru_.empty()) {
+      drop(std::prev(lru_.end()));
+      ++stats_.evictions;
+    }
+  }
+  void clear() {
+    while (!lru_.empty()) drop(lru_.begin());
+  }
+  tg_cuda_cache_stats stats() const {
+    tg_cuda_cache_stats s = stats_;
+    s.entries = lru_.size();
+    s.bytes = bytes_;
+    s.budget = budget_;
+    return s;
+  }
+  void count_upload(size_t bytes) { stats_.uploaded_bytes += bytes; }
+
+ private:
+  using Iter = std::list<CacheEntry>::iterator;
+  Iter drop(Iter it) {
+    cudaFree(it->dev);
+    bytes_ -= it->bytes;
+    index_.erase(it->key);
+    return lru_.erase(it);
+  }
+  std::list<CacheEntry> lru_;
+  std::unordered_map<CacheKey, Iter, CacheKeyHash> index_;
+  uint64_t bytes_ = 0, budget_ = 0;
+  tg_cuda_cache_stats stats_{};
+};
+
+float* DeviceCache::get(const tg_cuda_operand& id, const float* host, int64_t n,
+                        const float* keep, cudaError_t& err) {
+  err = cudaSuccess;
+  const CacheKey key{id.storage, id.stamp, host, n};
+  auto found = index_.find(key);
+  if (found != index_.end()) {
+    ++stats_.hits;
+    lru_.splice(lru_.begin(), lru_, found->second);  // now the most recent
+    return found->second->dev;
+  }
+  ++stats_.misses;
+  for (auto it = lru_.begin(); it != lru_.end();)  // the storage was written: older copies die
+    it = it->key.storage == id.storage && it->key.stamp != id.stamp ? drop(it) : std::next(it);
+  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+  if (bytes == 0 || bytes > budget_) return nullptr;
+  auto evict_one = [&]() {  // the least recent copy that is not `keep`
+    for (auto it = std::prev(lru_.end());; --it) {
+      if (it->dev != keep) {
+        drop(it);
+        ++stats_.evictions;
+        return true;
+      }
+      if (it == lru_.begin()) return false;
+    }
+  };
+  while (bytes_ + bytes > budget_ && !lru_.empty())
+    if (!evict_one()) return nullptr;
+  void* p = nullptr;
+  while ((err = cudaMalloc(&p, bytes)) != cudaSuccess) {
+    cudaGetLastError();  // out of device memory: make room, or give up caching this one
+    if (lru_.empty() || !evict_one()) {
+      err = cudaSuccess;
+      return nullptr;
+    }
+  }
+  float* dev = static_cast<float*>(p);
+  if ((err = cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, g_stream)) !=
+      cudaSuccess) {
+    cudaFree(dev);
+    return nullptr;
+  }
+  stats_.uploaded_bytes += bytes;
+  lru_.push_front(CacheEntry{key, dev, bytes});
+  index_.emplace(key, lru_.begin());
+  bytes_ += bytes;
+  return dev;
+}
+
+DeviceCache g_cache;
 
 int fail(char* msg, size_t len, int code, const char* what, const char* detail, int num) {
   if (msg && len) std::snprintf(msg, len, "%s: %s (%d)", what, detail, num);
@@ -71,6 +199,7 @@ cudaError_t reserve(Buffer& b, size_t n) {
 }
 
 void release() {
+  g_cache.clear();
   for (Buffer* b : {&g_a, &g_b, &g_c}) {
     if (b->ptr) cudaFree(b->ptr);
     *b = Buffer{};
@@ -94,8 +223,9 @@ int64_t span(int64_t batch, int64_t stride, int64_t ext) {
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 int run(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-        int64_t lda, int64_t stride_a, const float* B, int64_t ldb, int64_t stride_b, float beta,
-        float* C, int64_t ldc, int64_t stride_c, int64_t batch, char* msg, size_t len) {
+        int64_t lda, int64_t stride_a, const tg_cuda_operand* a_id, const float* B, int64_t ldb,
+        int64_t stride_b, const tg_cuda_operand* b_id, float beta, float* C, int64_t ldc,
+        int64_t stride_c, int64_t batch, char* msg, size_t len) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (!g_ready) return fail(msg, len, TG_CUDA_E_UNTOUCHED, "sgemm", "plugin not initialised", 0);
   if (M == 0 || N == 0 || batch == 0) return 0;
@@ -114,29 +244,50 @@ int run(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha, 
 
   cudaError_t e = cudaSetDevice(g_device);
   if (e != cudaSuccess) return cuda_fail(msg, len, TG_CUDA_E_UNTOUCHED, "cudaSetDevice", e);
-  if ((e = reserve(g_a, n_a)) != cudaSuccess || (e = reserve(g_b, n_b)) != cudaSuccess ||
-      (e = reserve(g_c, n_c)) != cudaSuccess)
+  // The operands: cached device copies where the caller named them, else the scratch buffers.
+  const float* dev_a = nullptr;
+  const float* dev_b = nullptr;
+  if (a_id && a_id->storage != 0) {
+    dev_a = g_cache.get(*a_id, A, n_a, nullptr, e);
+    if (e != cudaSuccess) return cuda_fail(msg, len, TG_CUDA_E_UNTOUCHED, "cache A", e);
+  }
+  if (b_id && b_id->storage != 0) {
+    dev_b = g_cache.get(*b_id, B, n_b, dev_a, e);
+    if (e != cudaSuccess) return cuda_fail(msg, len, TG_CUDA_E_UNTOUCHED, "cache B", e);
+  }
+  if ((!dev_a && (e = reserve(g_a, n_a)) != cudaSuccess) ||
+      (!dev_b && (e = reserve(g_b, n_b)) != cudaSuccess) || (e = reserve(g_c, n_c)) != cudaSuccess)
     return cuda_fail(msg, len, TG_CUDA_E_UNTOUCHED, "cudaMalloc", e);
 
   const auto H2D = cudaMemcpyHostToDevice;
-  if ((e = cudaMemcpyAsync(g_a.ptr, A, n_a * sizeof(float), H2D, g_stream)) != cudaSuccess)
-    return cuda_fail(msg, len, TG_CUDA_E_UNTOUCHED, "cudaMemcpy A", e);
-  if ((e = cudaMemcpyAsync(g_b.ptr, B, n_b * sizeof(float), H2D, g_stream)) != cudaSuccess)
-    return cuda_fail(msg, len, TG_CUDA_E_UNTOUCHED, "cudaMemcpy B", e);
-  if (beta != 0.0f &&
-      (e = cudaMemcpyAsync(g_c.ptr, C, n_c * sizeof(float), H2D, g_stream)) != cudaSuccess)
-    return cuda_fail(msg, len, TG_CUDA_E_UNTOUCHED, "cudaMemcpy C", e);
+  if (!dev_a) {
+    if ((e = cudaMemcpyAsync(g_a.ptr, A, n_a * sizeof(float), H2D, g_stream)) != cudaSuccess)
+      return cuda_fail(msg, len, TG_CUDA_E_UNTOUCHED, "cudaMemcpy A", e);
+    g_cache.count_upload(n_a * sizeof(float));
+    dev_a = g_a.ptr;
+  }
+  if (!dev_b) {
+    if ((e = cudaMemcpyAsync(g_b.ptr, B, n_b * sizeof(float), H2D, g_stream)) != cudaSuccess)
+      return cuda_fail(msg, len, TG_CUDA_E_UNTOUCHED, "cudaMemcpy B", e);
+    g_cache.count_upload(n_b * sizeof(float));
+    dev_b = g_b.ptr;
+  }
+  if (beta != 0.0f) {
+    if ((e = cudaMemcpyAsync(g_c.ptr, C, n_c * sizeof(float), H2D, g_stream)) != cudaSuccess)
+      return cuda_fail(msg, len, TG_CUDA_E_UNTOUCHED, "cudaMemcpy C", e);
+    g_cache.count_upload(n_c * sizeof(float));
+  }
 
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
   cublasStatus_t s;
   if (batch == 1)
-    s = cublasSgemm(g_handle, op_b, op_a, n, m, k, &alpha, g_b.ptr, static_cast<int>(ldb),
-                    g_a.ptr, static_cast<int>(lda), &beta, g_c.ptr, static_cast<int>(ldc));
+    s = cublasSgemm(g_handle, op_b, op_a, n, m, k, &alpha, dev_b, static_cast<int>(ldb), dev_a,
+                    static_cast<int>(lda), &beta, g_c.ptr, static_cast<int>(ldc));
   else
-    s = cublasSgemmStridedBatched(g_handle, op_b, op_a, n, m, k, &alpha, g_b.ptr,
-                                  static_cast<int>(ldb), stride_b, g_a.ptr,
+    s = cublasSgemmStridedBatched(g_handle, op_b, op_a, n, m, k, &alpha, dev_b,
+                                  static_cast<int>(ldb), stride_b, dev_a,
                                   static_cast<int>(lda), stride_a, &beta, g_c.ptr,
                                   static_cast<int>(ldc), stride_c, static_cast<int>(batch));
   if (s != CUBLAS_STATUS_SUCCESS) {
@@ -208,22 +359,36 @@ __attribute__((visibility("default"))) int tg_cuda_init(char* msg, size_t len) {
   return 0;
 }
 
-__attribute__((visibility("default"))) int tg_cuda_sgemm(int trans_a, int trans_b, int64_t M,
-                                                         int64_t N, int64_t K, float alpha,
-                                                         const float* A, int64_t lda,
-                                                         const float* B, int64_t ldb,
-                                                         float beta, float* C, int64_t ldc,
-                                                         char* msg, size_t len) {
-  return run(trans_a, trans_b, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, msg,
-             len);
+__attribute__((visibility("default"))) int tg_cuda_sgemm(
+    int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+    int64_t lda, const tg_cuda_operand* a_id, const float* B, int64_t ldb,
+    const tg_cuda_operand* b_id, float beta, float* C, int64_t ldc, char* msg, size_t len) {
+  return run(trans_a, trans_b, M, N, K, alpha, A, lda, 0, a_id, B, ldb, 0, b_id, beta, C, ldc,
+             0, 1, msg, len);
 }
 
 __attribute__((visibility("default"))) int tg_cuda_sgemm_strided_batched(
     int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-    int64_t lda, int64_t stride_a, const float* B, int64_t ldb, int64_t stride_b, float beta,
-    float* C, int64_t ldc, int64_t stride_c, int64_t batch, char* msg, size_t len) {
-  return run(trans_a, trans_b, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C,
-             ldc, stride_c, batch, msg, len);
+    int64_t lda, int64_t stride_a, const tg_cuda_operand* a_id, const float* B, int64_t ldb,
+    int64_t stride_b, const tg_cuda_operand* b_id, float beta, float* C, int64_t ldc,
+    int64_t stride_c, int64_t batch, char* msg, size_t len) {
+  return run(trans_a, trans_b, M, N, K, alpha, A, lda, stride_a, a_id, B, ldb, stride_b, b_id,
+             beta, C, ldc, stride_c, batch, msg, len);
+}
+
+__attribute__((visibility("default"))) void tg_cuda_forget(uint64_t storage) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_cache.forget(storage);
+}
+
+__attribute__((visibility("default"))) void tg_cuda_set_cache_budget(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_cache.set_budget(bytes);
+}
+
+__attribute__((visibility("default"))) void tg_cuda_get_cache_stats(tg_cuda_cache_stats* out) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (out) *out = g_cache.stats();
 }
 
 __attribute__((visibility("default"))) void tg_cuda_shutdown(void) {

@@ -11,6 +11,7 @@
 // on stderr:
 //   tapegrad: CUDA unavailable (<reason>); using OpenBLAS
 // TAPEGRAD_VERBOSE=1 prints the choice (device_status()) on the first product.
+#include <cstdint>
 #include <string>
 
 namespace tg {
@@ -46,6 +47,21 @@ std::string device_status();
 /// If the program loaded OpenBLAS before tapegrad, its kernels stay, and where a faster set
 /// exists one line on stderr names OPENBLAS_CORETYPE and the expected gain.
 std::string blas_kernel();
+
+/// The GPU's cache of device copies: leaf operands of products (weights, constant inputs)
+/// stay on the device and are uploaded again only after a write to them (an optimizer step,
+/// copy_, loading a checkpoint, any in-place op, or a raw pointer handed out by data()). Least
+/// recently used copies make room first; a copy is freed when its tensor's storage dies.
+struct DeviceCacheStats {
+  int64_t hits = 0, misses = 0, evictions = 0;  ///< lookups of leaf operands since start-up
+  int64_t entries = 0, bytes = 0;               ///< held now
+  int64_t budget = 0;                           ///< bytes
+  int64_t uploaded_bytes = 0;                   ///< every host-to-device copy, cached or not
+};
+/// All zero but the budget when products run on the CPU.
+DeviceCacheStats device_cache_stats();
+/// The cache's size in bytes (default 1 GiB, or TAPEGRAD_CUDA_CACHE_MB); 0 turns it off.
+void set_device_cache_budget(int64_t bytes);
 
 /// CPU threads for every product. n >= 1. Once called, OpenBLAS runs single-threaded and
 /// tapegrad splits each large product (about 10 µs of work or more) into up to n parts that

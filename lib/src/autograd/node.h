@@ -44,6 +44,8 @@ class Saved {
     return s;
   }
   bool defined() const { return storage_ != nullptr; }
+  /// What was saved (for a GEMM's device cache, which names an operand by its storage).
+  Storage* storage() const { return storage_.get(); }
 
  private:
   friend class BackwardContext;

@@ -48,12 +48,18 @@ namespace {
 constexpr double kDefaultMinFlops = 67108864.0;
 constexpr const char* kPluginName = "libtapegrad_cuda.so";
 
+/// The cache of device copies (plugin_abi.h): 1 GiB unless TAPEGRAD_CUDA_CACHE_MB says.
+constexpr double kDefaultCacheMiB = 1024.0;
+
 struct Plugin {
   bool loaded = false;  // dlopen and dlsym succeeded
   bool ready = false;   // init succeeded
   std::string info;     // the device on success, the reason on failure
   tg_cuda_sgemm_fn sgemm = nullptr;
   tg_cuda_sgemm_strided_batched_fn sgemm_batched = nullptr;
+  tg_cuda_forget_fn forget = nullptr;
+  tg_cuda_set_cache_budget_fn set_cache_budget = nullptr;
+  tg_cuda_cache_stats_fn cache_stats = nullptr;
 };
 
 std::mutex g_mu;             // guards everything below except the atomics
@@ -63,6 +69,8 @@ bool g_probed = false;       // a probe has run (successfully or not)
 Plugin g_plugin;
 std::atomic<bool> g_on_cuda{false};     // products may go to the GPU
 std::atomic<double> g_min_flops{kDefaultMinFlops};  // 0 in Device::CUDA mode
+std::atomic<bool> g_cache_on{false};    // products may go to the GPU and its cache has room
+std::atomic<int64_t> g_cache_budget{-1};  // bytes; -1: not set yet (the environment decides)
 
 bool file_exists(const std::string& path) {
   struct stat st;
@@ -108,6 +116,27 @@ void* open_plugin(const std::string& path, std::string& reason) {
   return h;
 }
 
+/// TAPEGRAD_CUDA_CACHE_MB, in MiB (0 turns the cache off).
+int64_t cache_budget_from_env() {
+  const char* env = std::getenv("TAPEGRAD_CUDA_CACHE_MB");
+  double mib = kDefaultCacheMiB;
+  if (env && *env) {
+    char* end = nullptr;
+    mib = std::strtod(env, &end);
+    if (end == env || *end != '\0' || !(mib >= 0) || mib > 1e9)
+      throw ValueError(std::string("TAPEGRAD_CUDA_CACHE_MB: expected a size in MiB >= 0, got '") +
+                       env + "'");
+  }
+  return static_cast<int64_t>(mib * 1024.0 * 1024.0);
+}
+
+/// Hands the budget to a ready plugin (under g_mu).
+void apply_cache_budget_locked() {
+  if (g_cache_budget.load() < 0) g_cache_budget = cache_budget_from_env();
+  g_plugin.set_cache_budget(static_cast<uint64_t>(g_cache_budget.load()));
+  g_cache_on = g_on_cuda.load() && g_cache_budget.load() > 0;
+}
+
 /// Load and initialise the plugin (under g_mu). Sets g_plugin.
 void probe_locked() {
   g_probed = true;
@@ -148,7 +177,17 @@ void probe_locked() {
   g_plugin.sgemm = reinterpret_cast<tg_cuda_sgemm_fn>(dlsym(h, "tg_cuda_sgemm"));
   g_plugin.sgemm_batched = reinterpret_cast<tg_cuda_sgemm_strided_batched_fn>(
       dlsym(h, "tg_cuda_sgemm_strided_batched"));
-  if (!abi || !init || !g_plugin.sgemm || !g_plugin.sgemm_batched) {
+  g_plugin.forget = reinterpret_cast<tg_cuda_forget_fn>(dlsym(h, "tg_cuda_forget"));
+  g_plugin.set_cache_budget =
+      reinterpret_cast<tg_cuda_set_cache_budget_fn>(dlsym(h, "tg_cuda_set_cache_budget"));
+  g_plugin.cache_stats = reinterpret_cast<tg_cuda_cache_stats_fn>(dlsym(h, "tg_cuda_get_cache_stats"));
+  if (abi && abi() != TG_CUDA_ABI_VERSION) {  // before the symbols: an old plugin lacks some
+    g_plugin.info = "plugin ABI version " + std::to_string(abi()) + ", expected " +
+                    std::to_string(TG_CUDA_ABI_VERSION);
+    return;
+  }
+  if (!abi || !init || !g_plugin.sgemm || !g_plugin.sgemm_batched || !g_plugin.forget ||
+      !g_plugin.set_cache_budget || !g_plugin.cache_stats) {
     g_plugin.info = "the plugin lacks the tg_cuda_* entry points";
     return;
   }
@@ -161,6 +200,7 @@ void probe_locked() {
   char msg[256] = {0};
   g_plugin.ready = init(msg, sizeof msg) == 0;
   g_plugin.info = msg;
+  if (g_plugin.ready) apply_cache_budget_locked();
 }
 
 double min_flops_from_env() {
@@ -179,6 +219,7 @@ double min_flops_from_env() {
 void resolve_locked(Device d) {
   if (d == Device::CPU) {
     g_on_cuda = false;
+    g_cache_on = false;
     return;
   }
   const double min_flops = d == Device::CUDA ? 0.0 : min_flops_from_env();
@@ -186,8 +227,10 @@ void resolve_locked(Device d) {
   if (g_plugin.ready) {
     g_min_flops = min_flops;
     g_on_cuda = true;
+    g_cache_on = g_cache_budget.load() > 0;
   } else {
     g_on_cuda = false;
+    g_cache_on = false;
     if (d == Device::CUDA || verbose())
       std::fprintf(stderr, "tapegrad: CUDA unavailable (%s); using OpenBLAS\n",
                    g_plugin.info.c_str());
@@ -219,6 +262,7 @@ void ensure_init() {
 void gpu_failed(int code, const char* msg) {
   {
     std::lock_guard<std::mutex> lock(g_mu);
+    g_cache_on = false;
     if (g_on_cuda.exchange(false))
       std::fprintf(stderr, "tapegrad: CUDA gemm failed (%s); using OpenBLAS\n", msg);
   }
@@ -277,6 +321,39 @@ std::string status_line() {
 
 std::string blas_kernel() { return blas::library().status().kernel; }
 
+DeviceCacheStats device_cache_stats() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  DeviceCacheStats out;
+  out.budget = g_cache_budget.load() < 0 ? cache_budget_from_env() : g_cache_budget.load();
+  if (!g_plugin.ready) return out;
+  tg_cuda_cache_stats s{};
+  g_plugin.cache_stats(&s);
+  out.hits = static_cast<int64_t>(s.hits);
+  out.misses = static_cast<int64_t>(s.misses);
+  out.evictions = static_cast<int64_t>(s.evictions);
+  out.entries = static_cast<int64_t>(s.entries);
+  out.bytes = static_cast<int64_t>(s.bytes);
+  out.budget = static_cast<int64_t>(s.budget);
+  out.uploaded_bytes = static_cast<int64_t>(s.uploaded_bytes);
+  return out;
+}
+
+void set_device_cache_budget(int64_t bytes) {
+  if (bytes < 0)
+    throw ValueError("set_device_cache_budget: expected bytes >= 0, got " + std::to_string(bytes));
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_cache_budget = bytes;
+  if (g_plugin.ready) apply_cache_budget_locked();
+}
+
+namespace detail {
+void forget_device_copies(uint64_t id) {
+  // A storage that was named to the cache died. The plugin is never unloaded, so reading
+  // g_plugin without the lock is safe once it was ready; its own lock guards the cache.
+  if (g_plugin.ready && g_plugin.forget) g_plugin.forget(id);
+}
+}  // namespace detail
+
 void set_num_threads(int n) {
   if (n < 1) throw ValueError("set_num_threads: expected n >= 1, got " + std::to_string(n));
   gemm::cpu_set_num_threads(n);
@@ -288,13 +365,16 @@ int get_num_threads() { return gemm::cpu_get_num_threads(); }
 
 namespace gemm {
 
+bool device_cache_active() { return g_cache_on.load(std::memory_order_relaxed); }
+
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-          int64_t ldc) {
+          int64_t ldc, OperandId id_a, OperandId id_b) {
   if (use_gpu(M, N, K, 1)) {
     char msg[256] = {0};
-    const int rc = g_plugin.sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
-                                  ldc, msg, sizeof msg);
+    const tg_cuda_operand a{id_a.storage, id_a.stamp}, b{id_b.storage, id_b.stamp};
+    const int rc = g_plugin.sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, &a, B, ldb, &b,
+                                  beta, C, ldc, msg, sizeof msg);
     if (rc == 0) return;
     gpu_failed(rc, msg);
   }
@@ -304,16 +384,18 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
 void gemm_strided_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                           float alpha, const float* A, int64_t lda, int64_t stride_a,
                           const float* B, int64_t ldb, int64_t stride_b, float beta, float* C,
-                          int64_t ldc, int64_t stride_c, int64_t batch) {
+                          int64_t ldc, int64_t stride_c, int64_t batch, OperandId id_a,
+                          OperandId id_b) {
   // cuBLAS runs the batch in parallel, so the outputs must not overlap (the CPU loop
   // below would accumulate into a shared C in order; keep that case on the CPU).
   const bool disjoint = batch == 1 || (stride_c >= (M - 1) * ldc + N && stride_a >= 0 &&
                                        stride_b >= 0);
   if (disjoint && use_gpu(M, N, K, batch)) {
     char msg[256] = {0};
+    const tg_cuda_operand a{id_a.storage, id_a.stamp}, b{id_b.storage, id_b.stamp};
     const int rc = g_plugin.sgemm_batched(trans_a, trans_b, M, N, K, alpha, A, lda, stride_a,
-                                          B, ldb, stride_b, beta, C, ldc, stride_c, batch, msg,
-                                          sizeof msg);
+                                          &a, B, ldb, stride_b, &b, beta, C, ldc, stride_c,
+                                          batch, msg, sizeof msg);
     if (rc == 0) return;
     gpu_failed(rc, msg);
   }

@@ -50,6 +50,11 @@ inline View view_over(float* p, const Array::shape_type& shape, size_t n) {
 /// An adaptor over an array's own elements (for helpers that take a View).
 inline View view_of(Array& a) { return view_over(a.data(), a.shape(), a.size()); }
 
+/// A fresh storage id (1, 2, ...; 0 means none).
+uint64_t next_storage_id();
+/// Drops every device copy of storage `id` (backend/device.cpp; a no-op without a device).
+void forget_device_copies(uint64_t id);
+
 /// Values and their version: what aliases and views share.
 struct Storage {
   /// Takes over a's elements (no copy).
@@ -58,10 +63,20 @@ struct Storage {
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
+  ~Storage() {
+    if (on_device.load(std::memory_order_relaxed)) forget_device_copies(id);
+  }
+
   Array::storage_type elements;  // owns them
   View data;  // all of them, in the shape of the tensor that made them: what most tensors see
   DType dtype = DType::Float32;
   std::atomic<uint32_t> version{0};  // in-place writes so far
+  // What a device cache of these values keys on (backend/device.cpp): an id that is never
+  // reused, and how often a raw pointer was handed out (data(), data_ptr(), tg::array()):
+  // raw writes are not versioned, so each hand-out makes a device copy stale.
+  const uint64_t id = next_storage_id();
+  std::atomic<uint32_t> raw_access{0};
+  std::atomic<bool> on_device{false};  // a device cache may hold a copy: forget it on death
 };
 
 inline std::shared_ptr<Storage> make_storage(Array a) {

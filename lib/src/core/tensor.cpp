@@ -90,6 +90,7 @@ float* Tensor::data_ptr() const {
                      tg::to_string(strides()) +
                      ") is not contiguous, so its elements are not one row-major block; call "
                      "contiguous() first (a copy)");
+  impl_->storage->raw_access.fetch_add(1, std::memory_order_relaxed);  // device copies go stale
   return impl_->ptr();
 }
 
@@ -162,6 +163,7 @@ ArrayView& array(const Tensor& t) {
                      tg::to_string(t.strides()) + ", offset " + std::to_string(impl.offset()) +
                      ") is a view of part of a larger storage, which has no array of its own; "
                      "call contiguous() or clone() first (a copy)");
+  impl.storage->raw_access.fetch_add(1, std::memory_order_relaxed);  // device copies go stale
   return whole;
 }
 Tensor from_array(Array values, bool requires_grad) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "autograd/node.h"
+#include "backend/gemm.h"
 #include "core/shape.h"
 #include "core/storage.h"
 #include "tapegrad/ops.h"
@@ -22,6 +23,21 @@ inline const Tensor& dense(const Tensor& input, Tensor& copy) {
   if (!input.defined() || input.impl()->contiguous()) return input;
   copy = input.contiguous();
   return copy;
+}
+
+/// How a GEMM names an operand to the GPU's cache of device copies (backend/gemm.h): by its
+/// storage and a stamp of every write to it (versioned writes and raw hand-outs), so a copy is
+/// reused only while the values are unchanged. Only leaves are named (weights, constant
+/// inputs: what a product sees again); an activation, or any operand while products stay on
+/// the CPU, gets none.
+inline gemm::OperandId operand_id(Storage& s) {
+  if (!gemm::device_cache_active()) return {};
+  s.on_device.store(true, std::memory_order_relaxed);  // its death must drop the copies
+  const uint64_t raw = s.raw_access.load(std::memory_order_relaxed);
+  return {s.id, (static_cast<uint64_t>(version_of(s)) << 32) | raw};
+}
+inline gemm::OperandId operand_id(const TensorImpl& t) {
+  return t.grad_fn ? gemm::OperandId{} : operand_id(*t.storage);
 }
 
 /// numpy broadcasting of two shapes; throws ShapeError naming the op.

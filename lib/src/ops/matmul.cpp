@@ -102,33 +102,37 @@ Tensor matmul(const Tensor& a_arg, const Tensor& b_arg) {
   const int64_t batch = static_cast<int64_t>(oa.at.size());
   Array c = Array::from_shape(to_xshape(out_shape));
   const float *pa = a.impl()->ptr(), *pb = b.impl()->ptr();
+  const gemm::OperandId ia = operand_id(*a.impl()), ib = operand_id(*b.impl());
   for (int64_t i = 0; i < batch; ++i)
     gemm::gemm(oa.m.trans, ob.m.trans, M, N, K, 1.0f, pa + oa.at[i], oa.m.ld, pb + ob.at[i],
-               ob.m.ld, 0.0f, c.data() + i * M * N, N);
+               ob.m.ld, 0.0f, c.data() + i * M * N, N, ia, ib);
 
   const bool rec = will_record(a, b);  // each saves what the other's gradient reads
   const Saved sa = rec && b.requires_grad() ? Saved::strided(a) : Saved();
   const Saved sb = rec && a.requires_grad() ? Saved::strided(b) : Saved();
+  const bool a_leaf = !a.impl()->grad_fn, b_leaf = !b.impl()->grad_fn;  // for the device cache
   return record("matmul", std::move(c), {a, b},
-                [sa, sb, as, bs, a_batch, b_batch, out_batch, M, N, K, oa, ob,
-                 batch](BackwardContext& ctx) {
+                [sa, sb, as, bs, a_batch, b_batch, out_batch, M, N, K, oa, ob, batch, a_leaf,
+                 b_leaf](BackwardContext& ctx) {
                   const float* g = ctx.grad.data();
                   if (ctx.needs(0)) {  // dA[batch i] += G · Bᵀ
                     const auto at = batch_offsets(a_batch, out_batch, M * K);
                     const float* pb = ctx.read_data(sb);
+                    const gemm::OperandId ib = b_leaf ? operand_id(*sb.storage()) : gemm::OperandId{};
                     Array ga = xt::zeros<float>(to_xshape(as));
                     for (int64_t i = 0; i < batch; ++i)
                       gemm::gemm(false, !ob.m.trans, M, K, N, 1.0f, g + i * M * N, N,
-                                 pb + ob.at[i], ob.m.ld, 1.0f, ga.data() + at[i], K);
+                                 pb + ob.at[i], ob.m.ld, 1.0f, ga.data() + at[i], K, {}, ib);
                     ctx.give(0, std::move(ga));
                   }
                   if (ctx.needs(1)) {  // dB[batch i] += Aᵀ · G
                     const auto at = batch_offsets(b_batch, out_batch, K * N);
                     const float* pa = ctx.read_data(sa);
+                    const gemm::OperandId ia = a_leaf ? operand_id(*sa.storage()) : gemm::OperandId{};
                     Array gb = xt::zeros<float>(to_xshape(bs));
                     for (int64_t i = 0; i < batch; ++i)
                       gemm::gemm(!oa.m.trans, false, K, N, M, 1.0f, pa + oa.at[i], oa.m.ld,
-                                 g + i * M * N, N, 1.0f, gb.data() + at[i], N);
+                                 g + i * M * N, N, 1.0f, gb.data() + at[i], N, ia);
                     ctx.give(1, std::move(gb));
                   }
                 });
@@ -164,24 +168,30 @@ Tensor linear(const Tensor& x_arg, const Tensor& weight_arg, const Tensor& bias_
     beta = 1.0f;
   }
   gemm::gemm(mx.trans, !mw.trans, rows, out, in, 1.0f, x.impl()->ptr(), mx.ld,
-             weight.impl()->ptr(), mw.ld, beta, y.data(), out);
+             weight.impl()->ptr(), mw.ld, beta, y.data(), out, operand_id(*x.impl()),
+             operand_id(*weight.impl()));
 
   const bool rec = will_record(x, weight, bias);
   const Saved sx = rec && weight.requires_grad() ? Saved::strided(x) : Saved();  // for dW
   const Saved sw = rec && x.requires_grad() ? Saved::strided(weight) : Saved();  // for dx
+  const bool x_leaf = !x.impl()->grad_fn, w_leaf = !weight.impl()->grad_fn;  // for the device cache
   return record("linear", std::move(y), {x, weight, bias},
-                [sx, sw, xs, ws, rows, in, out, mx, mw](BackwardContext& ctx) {
+                [sx, sw, xs, ws, rows, in, out, mx, mw, x_leaf, w_leaf](BackwardContext& ctx) {
                   const float* g = ctx.grad.data();
                   if (ctx.needs(0)) {  // dx = G W
                     Array gx = Array::from_shape(to_xshape(xs));
-                    gemm::gemm(false, mw.trans, rows, in, out, 1.0f, g, out, ctx.read_data(sw),
-                               mw.ld, 0.0f, gx.data(), in);
+                    const float* pw = ctx.read_data(sw);
+                    gemm::gemm(false, mw.trans, rows, in, out, 1.0f, g, out, pw, mw.ld, 0.0f,
+                               gx.data(), in, {},
+                               w_leaf ? operand_id(*sw.storage()) : gemm::OperandId{});
                     ctx.give(0, std::move(gx));
                   }
                   if (ctx.needs(1)) {  // dW = Gᵀ x
                     Array gw = Array::from_shape(to_xshape(ws));
-                    gemm::gemm(true, mx.trans, out, in, rows, 1.0f, g, out, ctx.read_data(sx),
-                               mx.ld, 0.0f, gw.data(), in);
+                    const float* px = ctx.read_data(sx);
+                    gemm::gemm(true, mx.trans, out, in, rows, 1.0f, g, out, px, mx.ld, 0.0f,
+                               gw.data(), in, {},
+                               x_leaf ? operand_id(*sx.storage()) : gemm::OperandId{});
                     ctx.give(1, std::move(gw));
                   }
                   if (ctx.needs(2)) {

@@ -98,19 +98,22 @@ Tensor elman_recurrence(bool relu, const Tensor& xp_arg, const Tensor& h0_arg, c
   const int64_t T = xp.size(0), B = xp.size(1), H = w_hh.size(1), BH = B * H;
   auto hs = make_storage(Array::from_shape(val(xp).shape()));
   const float* w = val(w_hh).data();
+  const gemm::OperandId wid = operand_id(*w_hh.impl());  // h2h: the same weight every step
+  const bool w_leaf = !w_hh.impl()->grad_fn;
   const float* bias = b_hh.defined() ? val(b_hh).data() : nullptr;
   const float* hprev = val(h0).data();
   for (int64_t t = 0; t < T; ++t) {
     float* a = hs->data.data() + t * BH;
     std::copy(val(xp).data() + t * BH, val(xp).data() + (t + 1) * BH, a);
     add_rows(a, bias, B, H);
-    gemm::gemm(false, true, B, H, H, 1.0f, hprev, H, w, H, 1.0f, a, H);
+    gemm::gemm(false, true, B, H, H, 1.0f, hprev, H, w, H, 1.0f, a, H, {}, wid);
     relu ? relu_(a, BH) : tanh_(a, BH);
     hprev = a;
   }
   const Saved sh0(h0), sw(w_hh);
   return record(relu ? "rnn_relu" : "rnn_tanh", hs, {xp, h0, Tensor(), w_hh, b_hh},
-                [sy = Saved(hs), sh0, sw, relu, T, B, H, BH](BackwardContext& ctx) {
+                [sy = Saved(hs), sh0, sw, relu, T, B, H, BH, w_leaf](BackwardContext& ctx) {
+    const gemm::OperandId wid = w_leaf ? operand_id(*sw.storage()) : gemm::OperandId{};
     const View& ys = ctx.read(sy);
     const float* dy = ctx.grad.data();
     const float* y = ys.data();
@@ -124,7 +127,8 @@ Tensor elman_recurrence(bool relu, const Tensor& xp_arg, const Tensor& h0_arg, c
         const float g = gt[i] + dh[i];
         d[i] = relu ? (yt[i] > 0.0f ? g : 0.0f) : g * (1.0f - yt[i] * yt[i]);
       }
-      gemm::gemm(false, false, B, H, H, 1.0f, d, H, ctx.read(sw).data(), H, 0.0f, dh.data(), H);
+      gemm::gemm(false, false, B, H, H, 1.0f, d, H, ctx.read(sw).data(), H, 0.0f, dh.data(), H,
+                 {}, wid);
     }
     give_recurrent(ctx, da.data(), ctx.read(sh0), y, T, B, H, H);
     if (ctx.needs(kH0)) ctx.give(kH0, shaped_like(ctx.read(sh0), dh));
@@ -157,6 +161,8 @@ Tensor lstm_recurrence(const Tensor& xp_arg, const Tensor& h0_arg, const Tensor&
   auto tcs = std::make_shared<Array>(Array::from_shape({sT, sB, sH}));      // tanh(c_t)
   auto out = make_storage(Array::from_shape({sT + 1, sB, sH}));
   const float* w = val(w_hh).data();
+  const gemm::OperandId wid = operand_id(*w_hh.impl());  // h2h: the same weight every step
+  const bool w_leaf = !w_hh.impl()->grad_fn;
   const float* bias = b_hh.defined() ? val(b_hh).data() : nullptr;
   const float* hprev = val(h0).data();
   const float* cprev = val(c0).data();
@@ -164,7 +170,7 @@ Tensor lstm_recurrence(const Tensor& xp_arg, const Tensor& h0_arg, const Tensor&
     float* a = acts->data() + t * B * G;
     std::copy(val(xp).data() + t * B * G, val(xp).data() + (t + 1) * B * G, a);
     add_rows(a, bias, B, G);
-    gemm::gemm(false, true, B, G, H, 1.0f, hprev, H, w, H, 1.0f, a, G);
+    gemm::gemm(false, true, B, G, H, 1.0f, hprev, H, w, H, 1.0f, a, G, {}, wid);
     float* c = cs->data() + t * BH;
     float* tc = tcs->data() + t * BH;
     float* h = out->data.data() + t * BH;
@@ -186,7 +192,8 @@ Tensor lstm_recurrence(const Tensor& xp_arg, const Tensor& h0_arg, const Tensor&
   std::copy(cprev, cprev + BH, out->data.data() + T * BH);
   const Saved sh0(h0), sc0(c0), sw(w_hh);
   return record("lstm", out, {xp, h0, c0, w_hh, b_hh},
-                [sy = Saved(out), acts, cs, tcs, sh0, sc0, sw, T, B, G, H, BH](BackwardContext& ctx) {
+                [sy = Saved(out), acts, cs, tcs, sh0, sc0, sw, T, B, G, H, BH, w_leaf](BackwardContext& ctx) {
+    const gemm::OperandId wid = w_leaf ? operand_id(*sw.storage()) : gemm::OperandId{};
     const View& ys = ctx.read(sy);
     const float* dy = ctx.grad.data();
     Array da = Array::from_shape(acts->shape());
@@ -212,7 +219,8 @@ Tensor lstm_recurrence(const Tensor& xp_arg, const Tensor& h0_arg, const Tensor&
           dc[k] = dct * f;
         }
       }
-      gemm::gemm(false, false, B, H, G, 1.0f, d, G, ctx.read(sw).data(), H, 0.0f, dh.data(), H);
+      gemm::gemm(false, false, B, H, G, 1.0f, d, G, ctx.read(sw).data(), H, 0.0f, dh.data(), H,
+                 {}, wid);
     }
     give_recurrent(ctx, da.data(), ctx.read(sh0), ys.data(), T, B, G, H);
     if (ctx.needs(kH0)) ctx.give(kH0, shaped_like(ctx.read(sh0), dh));
@@ -243,13 +251,16 @@ Tensor gru_recurrence(const Tensor& xp_arg, const Tensor& h0_arg, const Tensor& 
   auto hs = make_storage(Array::from_shape({sT, sB, sH}));
   std::vector<float> gh(static_cast<size_t>(B * G));
   const float* w = val(w_hh).data();
+  const gemm::OperandId wid = operand_id(*w_hh.impl());  // h2h: the same weight every step
+  const bool w_leaf = !w_hh.impl()->grad_fn;
   const float* bias = b_hh.defined() ? val(b_hh).data() : nullptr;
   const float* hprev = val(h0).data();
   for (int64_t t = 0; t < T; ++t) {
     if (bias) {
       for (int64_t b = 0; b < B; ++b) std::copy(bias, bias + G, gh.data() + b * G);
     }
-    gemm::gemm(false, true, B, G, H, 1.0f, hprev, H, w, H, bias ? 1.0f : 0.0f, gh.data(), G);
+    gemm::gemm(false, true, B, G, H, 1.0f, hprev, H, w, H, bias ? 1.0f : 0.0f, gh.data(), G, {},
+               wid);
     const float* x = val(xp).data() + t * B * G;
     float* a = acts->data() + t * B * G;
     float* gn = ghn->data() + t * BH;
@@ -274,7 +285,8 @@ Tensor gru_recurrence(const Tensor& xp_arg, const Tensor& h0_arg, const Tensor& 
   }
   const Saved sh0(h0), sw(w_hh);
   return record("gru", hs, {xp, h0, Tensor(), w_hh, b_hh},
-                [sy = Saved(hs), acts, ghn, sh0, sw, T, B, G, H, BH](BackwardContext& ctx) {
+                [sy = Saved(hs), acts, ghn, sh0, sw, T, B, G, H, BH, w_leaf](BackwardContext& ctx) {
+    const gemm::OperandId wid = w_leaf ? operand_id(*sw.storage()) : gemm::OperandId{};
     const View& ys = ctx.read(sy);
     const float* dy = ctx.grad.data();
     Array dx = Array::from_shape(acts->shape());
@@ -304,7 +316,8 @@ Tensor gru_recurrence(const Tensor& xp_arg, const Tensor& h0_arg, const Tensor& 
           dh[k] = dht * z;
         }
       }
-      gemm::gemm(false, false, B, H, G, 1.0f, dgt, G, ctx.read(sw).data(), H, 1.0f, dh.data(), H);
+      gemm::gemm(false, false, B, H, G, 1.0f, dgt, G, ctx.read(sw).data(), H, 1.0f, dh.data(), H,
+                 {}, wid);
     }
     give_recurrent(ctx, dgh.data(), ctx.read(sh0), ys.data(), T, B, G, H);
     if (ctx.needs(kH0)) ctx.give(kH0, shaped_like(ctx.read(sh0), dh));
