@@ -129,6 +129,9 @@ TEST_F(Ops16b, VarOfOneElementIsNaNAndStdAtZeroHasZeroGradient) {
   EXPECT_EQ(c.grad().to_vector(), std::vector<float>(4, 0.0f));
   EXPECT_TRUE(std::isnan(var(tensor({3.0f})).item()));
   EXPECT_FLOAT_EQ(var(tensor({3.0f}), {}, false).item(), 0.0f);
+  Tensor one = tensor({3.0f}, true);  // PyTorch 1.13's backward throws here; ours gives NaN
+  var(one).backward();
+  EXPECT_TRUE(std::isnan(one.grad().item()));
 }
 
 TEST_F(Ops16b, NormMatchesPyTorchForEveryP) {
@@ -410,4 +413,19 @@ TEST_F(Ops16b, AllcloseAndEqualMatchPyTorch) {
   EXPECT_FALSE(equal(full({2, 3}, 1.0f), ones({3})));
   expect_error<ShapeError>([] { allclose(zeros({2}), zeros({3})); }, "allclose: shapes [2] and [3] cannot be broadcast");
   expect_error<ValueError>([] { allclose(zeros({2}), zeros({2}), -1.0); }, "allclose: rtol must be non-negative");
+}
+
+TEST_F(Ops16b, ExpandFollowsPyTorchsRules) {
+  // torch: x (3, 1) .expand(2, -1, 4) -> (2, 3, 4); ones(1).expand(0) -> (0); sum's gradient 8
+  Tensor x = reshape(arange(3), {3, 1}).detach().requires_grad_();
+  Tensor e = expand(x, {2, -1, 4});
+  EXPECT_EQ(e.shape(), (Shape{2, 3, 4}));
+  EXPECT_EQ(select(select(e, 0, 1), 0, 2).to_vector(), std::vector<float>(4, 2.0f));
+  EXPECT_EQ(expand(ones({1}), {0}).shape(), (Shape{0}));
+  sum(e).backward();
+  EXPECT_EQ(x.grad().to_vector(), std::vector<float>(3, 8.0f));
+  expect_error<ShapeError>([&] { expand(x, {-1, 3, 4}); }, "not allowed for the new leading dim 0");
+  expect_error<ShapeError>([&] { expand(x, {4, 4}); }, "must match the existing size 3 at dim 0");
+  expect_error<ShapeError>([&] { expand(x, {4}); }, "the number of sizes (1) must be at least the tensor's rank");
+  expect_error<ShapeError>([&] { expand(x, {3, -2}); }, "expand");
 }
