@@ -120,33 +120,41 @@ Tensor repeat(const Tensor& x, const Shape& repeats) {
   return view(copy, out);
 }
 
+namespace {
+/// Where each element of flip(x) comes from in x (row-major), for x of shape `in`: the
+/// row-major strides, negated (and the start moved to the end) along the flipped dims.
+std::vector<int64_t> flip_sources(const Shape& in, const std::vector<bool>& flipped) {
+  std::vector<int64_t> strides(in.size());
+  int64_t stride = 1, offset = 0;
+  for (size_t d = in.size(); d-- > 0;) {
+    strides[d] = flipped[d] ? -stride : stride;
+    if (flipped[d] && in[d] > 0) offset += (in[d] - 1) * stride;
+    stride *= std::max<int64_t>(in[d], 1);
+  }
+  std::vector<int64_t> src = strided_offsets(in, strides);
+  for (auto& s : src) s += offset;
+  return src;
+}
+}  // namespace
+
 // y[i] = x[n-1-i] along each flipped dim       dx = g flipped back (the same permutation)
 Tensor flip(const Tensor& x_arg, const std::vector<int64_t>& dims) {
   Tensor x_copy;
   const Tensor& x = dense(x_arg, x_copy);
   require_defined(x, "flip", "the input");
   const Shape in = x.shape();
-  std::vector<int64_t> strides(in.size());
-  int64_t stride = 1;
-  for (size_t d = in.size(); d-- > 0;) {
-    strides[d] = stride;
-    stride *= std::max<int64_t>(in[d], 1);
-  }
-  int64_t offset = 0;
-  std::vector<bool> seen(in.size(), false);
+  std::vector<bool> flipped(in.size(), false);
   for (auto dim : dims) {
     const size_t d = norm_axis(dim, std::max<size_t>(in.size(), 1), "flip");
     if (in.empty()) continue;
-    if (seen[d]) throw IndexError("flip: dim " + std::to_string(d) + " appears multiple times in the dims " + sizes_string(dims));
-    seen[d] = true;
-    if (in[d] > 0) offset += (in[d] - 1) * strides[d];
-    strides[d] = -strides[d];
+    if (flipped[d]) throw IndexError("flip: dim " + std::to_string(d) + " appears multiple times in the dims " + sizes_string(dims));
+    flipped[d] = true;
   }
-  std::vector<int64_t> src = strided_offsets(in, strides);  // y[i] = x[offset + src[i]]
-  for (auto& s : src) s += offset;
+  const std::vector<int64_t> src = flip_sources(in, flipped);
   Array y = Array::from_shape(val(x).shape());
   for (size_t i = 0; i < src.size(); ++i) y.data()[i] = val(x).data()[src[i]];
-  return record("flip", std::move(y), {x}, [src](BackwardContext& ctx) {
+  return record("flip", std::move(y), {x}, [in, flipped](BackwardContext& ctx) {
+    const std::vector<int64_t> src = flip_sources(in, flipped);
     Array g = Array::from_shape(ctx.grad.shape());
     for (size_t i = 0; i < src.size(); ++i) g.data()[src[i]] = ctx.grad.data()[i];
     ctx.give(0, std::move(g));

@@ -17,9 +17,16 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
+/// The output element of every input element (row-major), for an input of shape `in`
+/// reduced to `kept` (the reduced dims as 1). Backward closures keep the two shapes and
+/// call this again, rather than holding an index per element.
+std::vector<int64_t> targets(const Shape& in, const Shape& kept) {
+  return strided_offsets(in, broadcast_strides(kept, in));
+}
+
 /// Where each input element goes in a reduction over some dims.
 struct ReduceMap {
-  Shape in, out;             // the input's shape; the result's (keepdim or not)
+  Shape in, kept, out;       // the input's shape; with the reduced dims as 1; the result's
   std::vector<int64_t> to;   // input element (row-major) -> output element
   size_t n_out = 1;          // output elements
   int64_t count = 1;         // input elements per output element (n)
@@ -35,7 +42,8 @@ ReduceMap reduce_map(const Shape& in, const std::vector<int64_t>& dims, bool kee
     if (reduced[a]) throw IndexError(std::string(op) + ": dim " + std::to_string(d) + " appears twice in the dims");
     reduced[a] = true;
   }
-  Shape kept = in;
+  Shape& kept = m.kept;
+  kept = in;
   for (size_t i = 0; i < in.size(); ++i)
     if (reduced[i]) {
       m.count *= in[i];
@@ -45,7 +53,7 @@ ReduceMap reduce_map(const Shape& in, const std::vector<int64_t>& dims, bool kee
     }
   if (keepdim) m.out = kept;
   m.n_out = static_cast<size_t>(numel_of(kept));
-  m.to = strided_offsets(in, broadcast_strides(kept, in));
+  m.to = targets(in, kept);
   return m;
 }
 
@@ -80,7 +88,8 @@ Tensor extreme(const Tensor& x_arg, const std::vector<int64_t>& dims, bool keepd
   }
   auto ys = make_storage(std::move(y));
   return record(op, ys, {*r.x},
-                [sx = Saved(*r.x), sy = Saved(ys), to = m.to, n_out = m.n_out, whole](BackwardContext& ctx) {
+                [sx = Saved(*r.x), sy = Saved(ys), in = m.in, kept = m.kept, n_out = m.n_out, whole](BackwardContext& ctx) {
+                  const std::vector<int64_t> to = targets(in, kept);
                   const float* x = ctx.read(sx).data();
                   const float* y = ctx.read(sy).data();
                   auto tie = [&](size_t i) {
@@ -163,7 +172,8 @@ Tensor logsumexp(const Tensor& x_arg, const std::vector<int64_t>& dims, bool kee
   for (size_t o = 0; o < m.n_out; ++o) y.data()[o] = static_cast<float>(std::log(z[o])) + mx[o];
   auto ys = make_storage(std::move(y));
   return record("logsumexp", ys, {*r.x},
-                [sx = Saved(*r.x), sy = Saved(ys), to = m.to](BackwardContext& ctx) {
+                [sx = Saved(*r.x), sy = Saved(ys), in = m.in, kept = m.kept](BackwardContext& ctx) {
+                  const std::vector<int64_t> to = targets(in, kept);
                   const View& x = ctx.read(sx);
                   const float* y = ctx.read(sy).data();
                   Array g = Array::from_shape(x.shape());
@@ -198,7 +208,8 @@ Tensor variance(const Tensor& x_arg, const std::vector<int64_t>& dims, bool unbi
   std::vector<float> meanf(mean.begin(), mean.end());
   auto ys = make_storage(std::move(y));
   return record(op, ys, {*r.x},
-                [sx = Saved(*r.x), sy = Saved(ys), to = m.to, meanf, denom, root](BackwardContext& ctx) {
+                [sx = Saved(*r.x), sy = Saved(ys), in = m.in, kept = m.kept, meanf, denom, root](BackwardContext& ctx) {
+                  const std::vector<int64_t> to = targets(in, kept);
                   const View& x = ctx.read(sx);
                   const float* y = ctx.read(sy).data();
                   const float scale = static_cast<float>(2.0 / denom);
@@ -249,7 +260,8 @@ Tensor norm(const Tensor& x_arg, double p, const std::vector<int64_t>& dims, boo
   }
   auto ys = make_storage(std::move(y));
   return record("norm", ys, {*r.x},
-                [sx = Saved(*r.x), sy = Saved(ys), to = m.to, n_out = m.n_out, p, inf](BackwardContext& ctx) {
+                [sx = Saved(*r.x), sy = Saved(ys), in = m.in, kept = m.kept, n_out = m.n_out, p, inf](BackwardContext& ctx) {
+                  const std::vector<int64_t> to = targets(in, kept);
                   const View& xv = ctx.read(sx);
                   const float* x = xv.data();
                   const float* y = ctx.read(sy).data();
