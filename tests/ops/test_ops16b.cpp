@@ -352,7 +352,8 @@ TEST_F(Ops16b, EyeMatchesPyTorch) {
   EXPECT_TRUE(equal(eye(3), ref::load("ops16b/eye_3.y.npy")));
   EXPECT_EQ(eye(0).shape(), (Shape{0, 0}));
   EXPECT_TRUE(eye(2, -1, true).requires_grad());
-  expect_error<ValueError>([] { eye(-1); }, "eye: n must be non-negative");
+  expect_error<ValueError>([] { eye(-1); }, "eye: n and m must be non-negative, got n = -1, m = -1");
+  expect_error<ValueError>([] { eye(2, -3); }, "eye: n and m must be non-negative, got n = 2, m = -3");
 }
 
 TEST_F(Ops16b, LinspaceIsWithinOneUlpOfPyTorch) {

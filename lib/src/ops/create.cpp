@@ -9,8 +9,9 @@ namespace tg {
 using namespace detail;
 
 Tensor eye(int64_t n, int64_t m, bool requires_grad) {
-  if (m < 0) m = n;
-  if (n < 0) throw ValueError("eye: n must be non-negative, got " + std::to_string(n));
+  if (m == -1) m = n;
+  if (n < 0 || m < 0)
+    throw ValueError("eye: n and m must be non-negative, got n = " + std::to_string(n) + ", m = " + std::to_string(m));
   Tensor t = zeros({n, m});
   float* p = t.data_ptr();
   for (int64_t i = 0; i < std::min(n, m); ++i) p[i * m + i] = 1.0f;

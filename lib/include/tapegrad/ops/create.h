@@ -7,7 +7,7 @@
 
 namespace tg {
 
-/// (n, m) with ones on the diagonal (m < 0: m = n).
+/// (n, m) with ones on the diagonal (m = -1: m = n).
 Tensor eye(int64_t n, int64_t m = -1, bool requires_grad = false);
 /// n evenly spaced values from start to end inclusive, by PyTorch's formula: the first half
 /// counted from start, the second from end (start + i·step, end - (n-1-i)·step).
