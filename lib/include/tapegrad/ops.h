@@ -185,3 +185,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     Tensor* weights = nullptr);
 
 }  // namespace tg
+
+// More ops, by kind: reductions (max/min of a tensor, var, norm...), combining and splitting
+// (stack, split, flip...), creation (eye, linspace, tril...) and whole-tensor checks.
+#include "tapegrad/ops/combine.h"
+#include "tapegrad/ops/create.h"
+#include "tapegrad/ops/reduce.h"

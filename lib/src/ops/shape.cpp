@@ -17,11 +17,14 @@ Tensor cat(const std::vector<Tensor>& inputs, int64_t axis) {
   if (inputs.empty()) throw ValueError("cat: expected a non-empty list of tensors");
   for (size_t t = 0; t < inputs.size(); ++t)
     if (!inputs[t].defined()) throw ValueError("cat: tensor " + std::to_string(t) + " is undefined");
+  for (size_t t = 0; t < inputs.size(); ++t)
+    if (inputs[t].dim() == 0)
+      shape_error("cat", "zero-dimensional tensor (at position " + std::to_string(t) +
+                             ") cannot be concatenated; stack() joins them along a new dim");
   std::vector<Tensor> tensors;
   tensors.reserve(inputs.size());
   for (const Tensor& t : inputs) tensors.push_back(t.contiguous());
   const Shape first = tensors[0].shape();
-  if (first.empty()) shape_error("cat", "zero-dimensional tensors cannot be concatenated");
   const size_t ax = norm_axis(axis, first.size(), "cat");
   Shape out = first;
   out[ax] = 0;
