@@ -24,6 +24,15 @@ std::string file(const std::string& name, const std::string& key) {
   return "ops16/" + name + "." + key + ".npy";
 }
 
+/// ref::close, where infinities of the same sign also count as equal (1/0, 0^-1).
+::testing::AssertionResult close(const Tensor& a, const Tensor& e, double atol, double rtol) {
+  if (!a.defined() || a.shape() != e.shape()) return ref::close(a, e, atol, rtol);
+  std::vector<float> av = a.to_vector(), ev = e.to_vector();
+  for (size_t i = 0; i < av.size(); ++i)
+    if (std::isinf(av[i]) && av[i] == ev[i]) av[i] = ev[i] = 0.0f;
+  return ref::close(tensor(av, a.shape()), tensor(ev, e.shape()), atol, rtol);
+}
+
 /// Loads the differentiated inputs `keys` and then the constants `consts` of case `name`,
 /// checks y = fn(all of them) and, after backward(g), d(key) for each key.
 void check_case(const std::string& name, const std::vector<std::string>& keys, const Fn& fn,
@@ -33,10 +42,10 @@ void check_case(const std::string& name, const std::vector<std::string>& keys, c
   for (const auto& k : keys) in.push_back(ref::load(file(name, k), true));
   for (const auto& k : consts) in.push_back(ref::load(file(name, k)));
   Tensor y = fn(in);
-  EXPECT_TRUE(ref::close(y, ref::load(file(name, "y")), atol, rtol)) << "forward";
+  EXPECT_TRUE(close(y, ref::load(file(name, "y")), atol, rtol)) << "forward";
   y.backward(ref::load(file(name, "g")));
   for (size_t i = 0; i < keys.size(); ++i)
-    EXPECT_TRUE(ref::close(in[i].grad(), ref::load(file(name, "d" + keys[i])), atol, rtol))
+    EXPECT_TRUE(close(in[i].grad(), ref::load(file(name, "d" + keys[i])), atol, rtol))
         << "gradient of " << keys[i];
 }
 
@@ -265,7 +274,7 @@ TEST_F(Ops16Grad, ClampNearBounds) {
   check([](const Inputs& v) { return clamp(v[0], 0.5f, -0.5f); }, x);
   // at the bounds exactly, PyTorch's convention: the gradient passes (bounds included)
   Tensor at = tensor({-0.5f, 0.5f}, true);
-  clamp(at, -0.5f, 0.5f).sum().backward();
+  sum(clamp(at, -0.5f, 0.5f)).backward();
   EXPECT_EQ(at.grad().to_vector(), (std::vector<float>{1.0f, 1.0f}));
 }
 
@@ -324,15 +333,14 @@ TEST_F(Ops16Grad, CrossEntropyWeightsAndProbabilities) {
 // A strided input (a transposed view) gives the values and gradient of its contiguous copy.
 TEST_F(Ops16Grad, StridedInputs) {
   const Tensor base = input({3, 4}, -2.0f, 2.0f);
-  const Tensor tv = transpose(base, 0, 1);
-  const Tensor tc = tv.contiguous().detach().requires_grad_();
+  const Tensor tc = transpose(base, 0, 1).contiguous().detach().requires_grad_();
   for (auto f : std::vector<Fn>{[](const Inputs& v) { return softplus(v[0], 2.0f); },
                                 [](const Inputs& v) { return clamp(v[0], -0.5f, 1.0f); },
                                 [](const Inputs& v) { return pow(v[0].detach() * 0.0f + 2.0f, v[0]); },
                                 [](const Inputs& v) { return huber_loss(v[0], ones({4, 3}), {}); }}) {
     base.zero_grad();
     tc.zero_grad();
-    const Tensor a = f({tv}), b = f({tc});
+    const Tensor a = f({transpose(base, 0, 1)}), b = f({tc});
     EXPECT_TRUE(ref::close(a, b, 0, 0));
     sum(a).backward();
     sum(b).backward();

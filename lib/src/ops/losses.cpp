@@ -153,6 +153,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& x_arg, const Tensor& t_arg
 }
 
 // d = x - t:  l = ½d²/β where |d| < β, else |d| - ½β      dx = -dt = clamp(d/β, -1, 1)
+// At d = 0 with β = 0 PyTorch gives dx = dt = -1 (each side's own "d <= -β" test): so do we.
 Tensor smooth_l1_loss(const Tensor& x_arg, const Tensor& t_arg, const SmoothL1LossOptions& o) {
   const char* op = "smooth_l1_loss";
   Tensor x_copy, t_copy;
@@ -165,7 +166,7 @@ Tensor smooth_l1_loss(const Tensor& x_arg, const Tensor& t_arg, const SmoothL1Lo
   return pointwise_loss(op, x, t, reducing(o.reduction(), x.numel()), [beta](double x, double t, size_t) {
     const double d = x - t, ad = std::abs(d);
     if (ad < beta) return Terms{0.5 * d * d / beta, d / beta, -d / beta};  // never with β = 0
-    return Terms{ad - 0.5 * beta, sign_of(d), -sign_of(d)};
+    return Terms{ad - 0.5 * beta, d > 0 ? 1.0 : -1.0, d < 0 ? 1.0 : -1.0};
   });
 }
 
