@@ -93,6 +93,13 @@ TEST(Ops16Reference, Clamp) {
   check_case("clamp_max", {"x"}, [](auto& v) { return clamp_max(v[0], -0.5f); });
 }
 
+// Tensor bounds, broadcast: lo (3, 1), hi (5), one row with lo > hi.
+TEST(Ops16Reference, ClampTensorBounds) {
+  check_case("clamp_tensor", {"x", "lo", "hi"}, [](auto& v) { return clamp(v[0], v[1], v[2]); });
+  check_case("clamp_tensor_min", {"x", "lo"}, [](auto& v) { return clamp(v[0], v[1]); });
+  check_case("clamp_tensor_max", {"x", "hi"}, [](auto& v) { return clamp(v[0], Tensor(), v[1]); });
+}
+
 TEST(Ops16Reference, Transcendental) {
   check_case("sin", {"x"}, [](auto& v) { return sin(v[0]); });
   check_case("cos", {"x"}, [](auto& v) { return cos(v[0]); });
@@ -276,6 +283,17 @@ TEST_F(Ops16Grad, ClampNearBounds) {
   Tensor at = tensor({-0.5f, 0.5f}, true);
   sum(clamp(at, -0.5f, 0.5f)).backward();
   EXPECT_EQ(at.grad().to_vector(), (std::vector<float>{1.0f, 1.0f}));
+}
+
+TEST_F(Ops16Grad, ClampTensorBounds) {
+  const Tensor x = tensor({-0.51f, -0.49f, 0.0f, 0.49f, 0.51f, 2.0f, -3.0f, 1.0f}, {2, 4}, true);
+  const Tensor lo = tensor({-0.5f, 1.5f}, {2, 1}, true);  // row 1: lo > hi
+  const Tensor hi = tensor({0.5f, 0.3f, 1.2f, 0.9f}, {4}, true);
+  check([](const Inputs& v) { return clamp(v[0], v[1], v[2]); }, {x, lo, hi});
+  check([](const Inputs& v) { return clamp(v[0], v[1]); }, {x, lo});
+  check([](const Inputs& v) { return clamp(v[0], Tensor(), v[1]); }, {x, hi});
+  EXPECT_THROW(clamp(x, Tensor(), Tensor()), ValueError);
+  EXPECT_THROW(clamp(x, ones({3})), ShapeError);
 }
 
 TEST_F(Ops16Grad, Pow) {

@@ -64,6 +64,12 @@ def main():
     case("clamp_min", lambda x: torch.clamp(x, min=0.0), {"x": x})
     case("clamp_max", lambda x: torch.clamp(x, max=-0.5), {"x": x})
     case("clamp_inverted", lambda x: torch.clamp(x, 0.5, -0.5), {"x": x})
+    lo = torch.full((3, 1), -0.5)
+    lo[2, 0] = 0.7  # above max in row 2: everything becomes max there
+    hi = torch.tensor([0.5, 1.0, 0.2, 2.0, 0.0])
+    case("clamp_tensor", lambda x, lo, hi: torch.clamp(x, lo, hi), {"x": x, "lo": lo, "hi": hi})
+    case("clamp_tensor_min", lambda x, lo: torch.clamp(x, min=lo), {"x": x, "lo": lo})
+    case("clamp_tensor_max", lambda x, hi: torch.clamp(x, max=hi), {"x": x, "hi": hi})
     case("sin", torch.sin, {"x": x})
     case("cos", torch.cos, {"x": x})
     case("expm1", torch.expm1, {"x": x})

@@ -2,7 +2,9 @@
 // issue 16, rounding, and pow with a tensor exponent. Each op's forward, backward closure and
 // derivative sit together; kernels are xtensor expressions (vectorised by xsimd).
 #include <cmath>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <xtensor/xmath.hpp>
 #include <xtensor/xnoalias.hpp>
@@ -45,6 +47,40 @@ Tensor clamp(const Tensor& x_arg, std::optional<float> min, std::optional<float>
   return record("clamp", std::move(y), {x}, [sx = Saved(x), lo, hi](BackwardContext& ctx) {
     const View& v = ctx.read(sx);
     ctx.give(0, Array(xt::where(v >= lo && v <= hi, ctx.grad, 0.0f)));
+  });
+}
+
+// y = min(max(x, lo), hi) (broadcast)    dx = g · [lo <= x <= hi]
+// dlo = g · [x < lo < hi]                  dhi = g · [x > hi or hi < lo]
+Tensor clamp(const Tensor& x_arg, const Tensor& lo_arg, const Tensor& hi_arg) {
+  Tensor x_copy, lo_copy, hi_copy;
+  const Tensor& x = dense(x_arg, x_copy);
+  const Tensor& lo = dense(lo_arg, lo_copy);
+  const Tensor& hi = dense(hi_arg, hi_copy);
+  require_defined(x, "clamp", "the input");
+  if (!lo.defined() && !hi.defined()) throw ValueError("clamp: at least one of min and max must be given");
+  Shape out = x.shape();
+  if (lo.defined()) out = broadcast_shapes(out, lo.shape(), "clamp");
+  if (hi.defined()) out = broadcast_shapes(out, hi.shape(), "clamp");
+  // A missing bound is ±inf, which clamps nothing and makes the gradient rules below hold.
+  auto bound = [](const Tensor& b, float missing) {
+    if (b.defined()) return Array(val(b));
+    Array a = Array::from_shape(std::vector<size_t>{});  // 0-d: broadcasts to anything
+    a() = missing;
+    return a;
+  };
+  auto l = std::make_shared<Array>(bound(lo, -INFINITY));
+  auto h = std::make_shared<Array>(bound(hi, INFINITY));
+  const View& v = val(x);
+  // NaN in x or in a bound gives NaN, as in PyTorch.
+  const Array above = xt::where(v < *l || xt::isnan(*l), *l, v);
+  Array y = xt::where(above > *h || xt::isnan(*h), *h, above);
+  return record("clamp", std::move(y), {x, lo, hi}, [sx = Saved(x), l, h](BackwardContext& ctx) {
+    const View& v = ctx.read(sx);
+    const Array& g = ctx.grad;
+    if (ctx.needs(0)) ctx.give(0, Array(xt::where(v >= *l && v <= *h, g, 0.0f)));
+    if (ctx.needs(1)) ctx.give(1, Array(xt::where(v < *l && *l < *h, g, 0.0f)));
+    if (ctx.needs(2)) ctx.give(2, Array(xt::where(v > *h || *h < *l, g, 0.0f)));
   });
 }
 

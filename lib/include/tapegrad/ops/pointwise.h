@@ -11,6 +11,10 @@ namespace tg {
 /// min > max every element becomes max, as in PyTorch. The gradient passes where
 /// min <= x <= max (bounds included).
 Tensor clamp(const Tensor& x, std::optional<float> min, std::optional<float> max = std::nullopt);
+/// The same with tensor bounds, all three broadcast together; an undefined bound is left out
+/// (not both). Gradients as PyTorch: min gets g where x < min < max, max where x > max or
+/// max < min.
+Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max = Tensor());
 Tensor clamp_min(const Tensor& x, float min);
 Tensor clamp_max(const Tensor& x, float max);
 
