@@ -1,5 +1,6 @@
 #pragma once
 // All of tg::nn.
+#include "tapegrad/nn/activation.h"
 #include "tapegrad/nn/attention.h"
 #include "tapegrad/nn/init.h"
 #include "tapegrad/nn/layers.h"

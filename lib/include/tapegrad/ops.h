@@ -138,10 +138,15 @@ struct CrossEntropyOptions {
   TG_ARG(int64_t, ignore_index) = -100;
   /// Mixes the one-hot target with the uniform distribution: (1 - s) one_hot + s / K.
   TG_ARG(float, label_smoothing) = 0.0f;
+  /// Class weights (K), or undefined (all 1). A constant: one that requires a gradient is
+  /// refused. With class targets each position's loss is multiplied by weight[target], and
+  /// Mean divides by the sum of weight[target] over the targets that are not ignore_index.
+  TG_ARG(Tensor, weight);
 };
 
 /// logits (N, K) or (N, K, d...) with class targets (N) or (N, d...), as in PyTorch.
-/// Mean reduction divides by the number of targets that are not ignore_index.
+/// Mean reduction divides by the number of targets that are not ignore_index (by the sum of
+/// their class weights, with a weight). Probability targets: cross_entropy in ops/loss.h.
 Tensor cross_entropy(const Tensor& logits, const Indices& targets,
                      const CrossEntropyOptions& options = CrossEntropyOptions());
 /// Negative log-likelihood of log-probabilities (N, K) or (N, K, d...).
@@ -187,7 +192,11 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 }  // namespace tg
 
 // More ops, by kind: reductions (max/min of a tensor, var, norm...), combining and splitting
-// (stack, split, flip...), creation (eye, linspace, tril...) and whole-tensor checks.
+// (stack, split, flip...), creation (eye, linspace, tril...) and whole-tensor checks; more
+// elementwise ops (clamp, sin, softplus, pow...) and losses (BCE, smooth L1, Huber, L1, KL,
+// probability targets).
 #include "tapegrad/ops/combine.h"
 #include "tapegrad/ops/create.h"
+#include "tapegrad/ops/loss.h"
+#include "tapegrad/ops/pointwise.h"
 #include "tapegrad/ops/reduce.h"

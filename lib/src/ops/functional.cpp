@@ -145,18 +145,32 @@ AxisSplit loss_split(const Shape& xs, const Indices& t, const char* op) {
 
 struct LossSetup {
   AxisSplit s;
-  float scale_denominator;  // what the mean divides by
+  float scale_denominator;  // what the mean divides by: the count (or the summed class
+                            // weights) of the targets that are not ignored
   Shape none_shape;         // shape of the unreduced loss
+  std::shared_ptr<const std::vector<float>> weight;  // class weights (K), or null (all 1)
+  /// The weight of class k.
+  float w(int64_t k) const { return weight ? (*weight)[static_cast<size_t>(k)] : 1.0f; }
 };
 
 LossSetup setup_loss(const Shape& xs, const Indices& targets, const CrossEntropyOptions& o,
                      const char* op) {
-  LossSetup ls{loss_split(xs, targets, op), 0.0f, targets.shape};
+  LossSetup ls{loss_split(xs, targets, op), 0.0f, targets.shape, nullptr};
   if (!(o.label_smoothing() >= 0.0f && o.label_smoothing() <= 1.0f))
     throw ValueError(std::string(op) + ": label_smoothing must be in [0, 1], got " +
                      std::to_string(o.label_smoothing()));
   const int64_t K = static_cast<int64_t>(ls.s.n);
-  size_t counted = 0;
+  if (o.weight().defined()) {
+    const Tensor& w = o.weight();
+    if (w.requires_grad() && is_grad_enabled())
+      throw ValueError(std::string(op) + ": weight requires a gradient, but the loss has no "
+                       "derivative for it (as in PyTorch); pass it detached");
+    if (w.shape() != Shape{K})
+      shape_error(op, "weight shape " + to_string(w.shape()) + ", expected (" + std::to_string(K) +
+                          ") for input shape " + to_string(xs));
+    ls.weight = std::make_shared<const std::vector<float>>(w.to_vector());
+  }
+  double counted = 0;  // Σ weight[target] over the targets not ignored
   for (size_t i = 0; i < targets.values.size(); ++i) {
     const int64_t t = targets.values[i];
     if (t == o.ignore_index()) continue;
@@ -164,7 +178,7 @@ LossSetup setup_loss(const Shape& xs, const Indices& targets, const CrossEntropy
       throw IndexError(std::string(op) + ": target " + std::to_string(t) + " at position " +
                        std::to_string(i) + " is out of range for " + std::to_string(K) +
                        " classes (ignore_index is " + std::to_string(o.ignore_index()) + ")");
-    ++counted;
+    counted += ls.w(t);
   }
   ls.scale_denominator = static_cast<float>(counted);
   return ls;
@@ -190,8 +204,9 @@ inline float loss_grad_at(const Array& g, Reduction r, float denom, size_t e) {
 
 }  // namespace
 
-// Per target position: loss = -(1-ε)·logp[t] - (ε/K)·Σ_k logp[k],  logp = log_softmax(x)
-//   dx = (softmax(x) - (1-ε)·onehot(t) - ε/K) · upstream
+// Per target position, with class weights w (all 1 without):
+//   loss = -(1-ε)·w[t]·logp[t] - (ε/K)·Σ_k w[k]·logp[k],  logp = log_softmax(x)
+//   dx = (softmax(x)·((1-ε)·w[t] + (ε/K)·Σ_k w[k]) - (1-ε)·w[t]·onehot(t) - (ε/K)·w) · upstream
 Tensor cross_entropy(const Tensor& logits_arg, const Indices& targets, const CrossEntropyOptions& o) {
   Tensor logits_copy;
   const Tensor& logits = dense(logits_arg, logits_copy);
@@ -211,11 +226,11 @@ Tensor cross_entropy(const Tensor& logits_arg, const Indices& targets, const Cro
       double z = 0;
       for (size_t i = 0; i < s.n; ++i) z += std::exp(static_cast<double>(x[base + i * s.inner] - m));
       const float lz = static_cast<float>(std::log(z));  // subtracted after m: see log_softmax
-      double all = 0;
+      double all = 0;  // Σ_k w_k logp[k]
       for (size_t i = 0; i < s.n; ++i) {
         const float lp = (x[base + i * s.inner] - m) - lz;
         logp->data()[base + i * s.inner] = lp;
-        all += lp;
+        all += ls.w(static_cast<int64_t>(i)) * lp;
       }
       const int64_t t = targets.values[e];
       if (t == o.ignore_index()) {
@@ -225,32 +240,40 @@ Tensor cross_entropy(const Tensor& logits_arg, const Indices& targets, const Cro
         // another class (a masked class) would make it 0·(-inf) = NaN. PyTorch gives the plain
         // -logp[t] there.
         const float smooth = eps > 0.0f ? eps / K * static_cast<float>(all) : 0.0f;
-        per.data()[e] = -(1.0f - eps) * logp->data()[base + static_cast<size_t>(t) * s.inner] - smooth;
+        per.data()[e] =
+            -(1.0f - eps) * ls.w(t) * logp->data()[base + static_cast<size_t>(t) * s.inner] - smooth;
       }
     }
   const Reduction red = o.reduction();
   const float denom = ls.scale_denominator;
   const int64_t ignore = o.ignore_index();
   auto tv = targets.values;
+  const auto cw = ls.weight;
+  double w_all = 0;  // Σ_k w[k]
+  for (size_t i = 0; i < s.n; ++i) w_all += ls.w(static_cast<int64_t>(i));
   return record("cross_entropy", reduce_loss(per, red, denom), {logits},
-                [logp, tv, s, eps, K, red, denom, ignore](BackwardContext& ctx) {
+                [logp, tv, s, eps, K, red, denom, ignore, cw, w_all](BackwardContext& ctx) {
+                  auto w = [&](int64_t k) { return cw ? (*cw)[static_cast<size_t>(k)] : 1.0f; };
                   Array gx = Array::from_shape(logp->shape());
                   for (size_t o2 = 0; o2 < s.outer; ++o2)
                     for (size_t j = 0; j < s.inner; ++j) {
                       const size_t base = o2 * s.n * s.inner + j, e = o2 * s.inner + j;
                       const int64_t t = tv[e];
                       const float up = t == ignore ? 0.0f : loss_grad_at(ctx.grad, red, denom, e);
+                      const float wt = t == ignore ? 0.0f : w(t);
+                      const float c = (1.0f - eps) * wt + static_cast<float>(eps / K * w_all);
                       for (size_t i = 0; i < s.n; ++i) {
-                        const float target = (static_cast<int64_t>(i) == t ? 1.0f - eps : 0.0f) + eps / K;
+                        const int64_t k = static_cast<int64_t>(i);
+                        const float target = (k == t ? (1.0f - eps) * wt : 0.0f) + eps / K * w(k);
                         gx.data()[base + i * s.inner] =
-                            (std::exp(logp->data()[base + i * s.inner]) - target) * up;
+                            (std::exp(logp->data()[base + i * s.inner]) * c - target) * up;
                       }
                     }
                   ctx.give(0, std::move(gx));
                 });
 }
 
-// loss = -logp[t]              dlogp = -onehot(t) · upstream
+// loss = -w[t]·logp[t]         dlogp = -w[t]·onehot(t) · upstream   (w = 1 without weights)
 Tensor nll_loss(const Tensor& log_probs_arg, const Indices& targets, const CrossEntropyOptions& o) {
   Tensor log_probs_copy;
   const Tensor& log_probs = dense(log_probs_arg, log_probs_copy);
@@ -268,22 +291,24 @@ Tensor nll_loss(const Tensor& log_probs_arg, const Indices& targets, const Cross
       const int64_t t = targets.values[e];
       per.data()[e] = t == o.ignore_index()
                           ? 0.0f
-                          : -x[(o2 * s.n + static_cast<size_t>(t)) * s.inner + j];
+                          : -ls.w(t) * x[(o2 * s.n + static_cast<size_t>(t)) * s.inner + j];
     }
   const Reduction red = o.reduction();
   const float denom = ls.scale_denominator;
   const int64_t ignore = o.ignore_index();
   auto tv = targets.values;
+  const auto cw = ls.weight;
   return record("nll_loss", reduce_loss(per, red, denom), {log_probs},
-                [xs, tv, s, red, denom, ignore](BackwardContext& ctx) {
+                [xs, tv, s, red, denom, ignore, cw](BackwardContext& ctx) {
                   Array gx = xt::zeros<float>(to_xshape(xs));
                   for (size_t o2 = 0; o2 < s.outer; ++o2)
                     for (size_t j = 0; j < s.inner; ++j) {
                       const size_t e = o2 * s.inner + j;
                       const int64_t t = tv[e];
                       if (t == ignore) continue;
+                      const float wt = cw ? (*cw)[static_cast<size_t>(t)] : 1.0f;
                       gx.data()[(o2 * s.n + static_cast<size_t>(t)) * s.inner + j] =
-                          -loss_grad_at(ctx.grad, red, denom, e);
+                          -wt * loss_grad_at(ctx.grad, red, denom, e);
                     }
                   ctx.give(0, std::move(gx));
                 });
