@@ -278,3 +278,53 @@ TEST(FloatOps, RejectIntAndBoolInputs) {
     expect_error<TypeError>(fn, {"expected a float32 tensor", "tensor of shape"});
   }
 }
+
+TEST(MaskOps, AllAnyNonzeroAgainstPyTorch) {
+  EXPECT_TRUE(ref::equal(all(b8("all", "a")), b8("all", "y")));
+  EXPECT_TRUE(ref::equal(any(b8("any_dim1", "a"), 1), b8("any_dim1", "y")));
+  EXPECT_TRUE(ref::equal(all(b8("all_dim0_keep", "a"), 0, true), b8("all_dim0_keep", "y")));
+  EXPECT_TRUE(ref::equal(nonzero(i64("nonzero", "a")), i64("nonzero", "y")));
+  EXPECT_TRUE(all(tensor({1.0f, 2.0f})).item<bool>());  // numbers count as != 0
+  EXPECT_FALSE(any(zeros({2, 0})).item<bool>());         // any of nothing is false, all is true
+  EXPECT_TRUE(all(zeros({0})).item<bool>());
+  EXPECT_EQ(nonzero(scalar(3.0f)).shape(), (Shape{1, 0}));  // as PyTorch
+}
+
+TEST(MaskOps, MaskedSelectAgainstPyTorch) {
+  const Tensor a = f32("masked_select", "a", true), m = b8("masked_select", "m");
+  check_grads("masked_select", masked_select(a, m), {a}, {"a"});
+  EXPECT_TRUE(ref::equal(masked_select(i64("masked_select_int", "a"), b8("masked_select_int", "m")),
+                         i64("masked_select_int", "y")));
+  manual_seed(5);
+  const Tensor x = test_util::random_input({3, 4}, -1.0f, 1.0f);
+  const Tensor mask = rand({4}) > 0.4;
+  const auto r = gradcheck([&](const std::vector<Tensor>& v) { return masked_select(v[0], mask); }, {x});
+  EXPECT_TRUE(r.ok) << r.message;
+  expect_error<ShapeError>([] { masked_select(zeros({2, 3}), ones({2}, kBool)); }, {"masked_select", "[2, 3]"});
+}
+
+TEST(MaskOps, OneHotAgainstPyTorch) {
+  EXPECT_TRUE(ref::equal(one_hot(i64("one_hot", "a")), i64("one_hot", "y")));
+  EXPECT_TRUE(ref::equal(one_hot(i64("one_hot_k", "a"), 7), i64("one_hot_k", "y")));
+  expect_error<IndexError>([] { one_hot(tensor({1, 3}, kInt64), 3); }, {"one_hot", "3 classes"});
+  expect_error<IndexError>([] { one_hot(tensor({-1}, kInt64)); }, {"one_hot", "-1"});
+  expect_error<TypeError>([] { one_hot(tensor({1.0f})); }, {"one_hot", "int64"});
+}
+
+TEST(MaskOps, RandintIsUniformAndSeeded) {
+  manual_seed(11);
+  const Tensor r = randint(-3, 7, {100000});
+  EXPECT_EQ(r.dtype(), kInt64);
+  std::vector<int64_t> count(10, 0);
+  for (int64_t v : r.to_vector<int64_t>()) {
+    ASSERT_TRUE(v >= -3 && v < 7) << v;
+    ++count[static_cast<size_t>(v + 3)];
+  }
+  // Each of the 10 values: 10,000 expected, sd ≈ 95; 600 is over 6 sd.
+  for (size_t k = 0; k < count.size(); ++k) EXPECT_NEAR(count[k], 10000, 600) << "value " << k - 3;
+  manual_seed(11);
+  EXPECT_EQ(randint(-3, 7, {100000}).to_vector<int64_t>(), r.to_vector<int64_t>());
+  manual_seed(12);
+  EXPECT_NE(randint(10, {50}).to_vector<int64_t>(), randint(10, {50}).to_vector<int64_t>());
+  expect_error<ValueError>([] { randint(5, 5, {2}); }, {"randint", "low < high"});
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Reference values for int64 and bool tensors, from PyTorch 1.13 (Debian's python3-torch):
 comparisons, logical ops, where/masked_fill with bool masks, max/min/argmax/argmin (ties
-included) and cat of int64 tensors.
+included), cat of int64 tensors, all/any, nonzero, masked_select and one_hot.
 
 Run from the repository root with the system Python (it has torch and numpy):
 
@@ -110,6 +110,18 @@ def main():
     case("cat_int", lambda a, b: torch.cat([a, b], 1),
          {"a": torch.randint(0, 9, (2, 3)), "b": torch.randint(0, 9, (2, 1))})
     case("cat_bool", lambda a, b: torch.cat([a, b], 0), {"a": p[0], "b": p[1, :2]})
+    # all / any, nonzero, masked_select (differentiable in the input), one_hot.
+    m = torch.rand(3, 4) > 0.3
+    case("all", lambda a: torch.all(a), {"a": m})
+    case("any_dim1", lambda a: torch.any(a, 1), {"a": m})
+    case("all_dim0_keep", lambda a: torch.all(a, 0, keepdim=True), {"a": m})
+    case("nonzero", lambda a: torch.nonzero(a), {"a": torch.randint(-1, 2, (3, 2, 4))})
+    case("masked_select", lambda a, m: torch.masked_select(a, m),
+         {"a": torch.randn(2, 1, 4), "m": torch.rand(3, 4) > 0.5})
+    case("masked_select_int", lambda a, m: torch.masked_select(a, m),
+         {"a": torch.randint(0, 9, (3, 4)), "m": torch.rand(4) > 0.5})
+    case("one_hot", lambda a: torch.nn.functional.one_hot(a), {"a": torch.randint(0, 5, (2, 3))})
+    case("one_hot_k", lambda a: torch.nn.functional.one_hot(a, 7), {"a": torch.randint(0, 5, (4,))})
     print("wrote", len(os.listdir(OUT)), "files to", os.path.normpath(OUT))
 
 

@@ -1,10 +1,14 @@
 // Ops on int64 and bool tensors (tapegrad/ops/integer.h): comparisons, logical ops,
 // argmax/argmin, and the int64-tensor forms of the index ops. Nothing here is recorded: a
 // bool or int64 output has no gradient.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
+#include <xtensor/xbuilder.hpp>
+
 #include "ops/common.h"
+#include "tapegrad/random.h"
 
 namespace tg {
 using namespace detail;
@@ -135,6 +139,131 @@ Tensor arg_extreme(const Tensor& a, bool largest, const char* op) {
 
 Tensor argmax(const Tensor& a) { return arg_extreme(a, true, "argmax"); }
 Tensor argmin(const Tensor& a) { return arg_extreme(a, false, "argmin"); }
+
+// ---- masks and indices ------------------------------------------------------------------------
+
+namespace {
+Tensor reduce_mask(const Tensor& a, bool every, const char* op) {
+  require_defined(a, op, "the input");
+  const std::vector<uint8_t> v = values_as<uint8_t>(*a.impl());
+  bool r = every;
+  for (uint8_t b : v)
+    if (bool(b) != every) {
+      r = !every;
+      break;
+    }
+  return make_bool({uint8_t(r)}, {});
+}
+
+Tensor reduce_mask(const Tensor& a, int64_t dim, bool keepdim, bool every, const char* op) {
+  require_defined(a, op, "the input");
+  Shape in = a.shape();
+  const size_t ax = in.empty() ? (norm_axis(dim, 1, op), 0) : norm_axis(dim, in.size(), op);
+  const AxisSplit s = split_at(in.empty() ? Shape{1} : in, ax);
+  const std::vector<uint8_t> v = values_as<uint8_t>(*a.impl());
+  std::vector<uint8_t> out(s.outer * s.inner, uint8_t(every));
+  for (size_t o = 0; o < s.outer; ++o)
+    for (size_t i = 0; i < s.n; ++i)
+      for (size_t j = 0; j < s.inner; ++j) {
+        uint8_t& r = out[o * s.inner + j];
+        r = every ? (r && v[(o * s.n + i) * s.inner + j]) : (r || v[(o * s.n + i) * s.inner + j]);
+      }
+  if (!in.empty()) {
+    if (keepdim) in[ax] = 1;
+    else in.erase(in.begin() + static_cast<long>(ax));
+  }
+  return make_bool(std::move(out), in);
+}
+}  // namespace
+
+Tensor all(const Tensor& a) { return reduce_mask(a, true, "all"); }
+Tensor any(const Tensor& a) { return reduce_mask(a, false, "any"); }
+Tensor all(const Tensor& a, int64_t dim, bool keepdim) { return reduce_mask(a, dim, keepdim, true, "all"); }
+Tensor any(const Tensor& a, int64_t dim, bool keepdim) { return reduce_mask(a, dim, keepdim, false, "any"); }
+
+Tensor nonzero(const Tensor& a) {
+  require_defined(a, "nonzero", "the input");
+  const Shape s = a.shape();
+  const std::vector<uint8_t> v = values_as<uint8_t>(*a.impl());
+  const int64_t rank = static_cast<int64_t>(s.size());
+  std::vector<int64_t> out;
+  std::vector<int64_t> index(s.size(), 0);
+  for (size_t flat = 0; flat < v.size(); ++flat) {
+    if (v[flat]) out.insert(out.end(), index.begin(), index.end());
+    for (size_t d = s.size(); d-- > 0;) {  // the next row-major index
+      if (++index[d] < s[d]) break;
+      index[d] = 0;
+    }
+  }
+  const int64_t n = rank ? static_cast<int64_t>(out.size()) / rank : static_cast<int64_t>(v[0] != 0);
+  return make_int64(std::move(out), {n, rank});
+}
+
+// y = a[mask] (broadcast together, row-major)      da = zeros with g put back at the selected places
+Tensor masked_select(const Tensor& a_arg, const Tensor& mask) {
+  Tensor a_copy;
+  const Tensor& a = a_arg.defined() && a_arg.is_floating_point() ? dense(a_arg, a_copy) : a_arg;
+  require_defined(a, "masked_select", "the input");
+  require_defined(mask, "masked_select", "the mask");
+  const Shape s = broadcast_shapes(a.shape(), mask.shape(), "masked_select");
+  const std::vector<uint8_t> m = broadcast_values<uint8_t>(mask, s);
+  std::vector<size_t> pos;
+  for (size_t i = 0; i < m.size(); ++i)
+    if (m[i]) pos.push_back(i);
+  const Shape out{static_cast<int64_t>(pos.size())};
+  if (!a.is_floating_point()) {  // int64 or bool: a plain selection
+    const std::vector<int64_t> x = broadcast_values<int64_t>(a, s);
+    std::vector<int64_t> y(pos.size());
+    for (size_t k = 0; k < pos.size(); ++k) y[k] = x[pos[k]];
+    return a.dtype() == Dtype::Bool ? make_bool(std::vector<uint8_t>(y.begin(), y.end()), out)
+                                    : make_int64(std::move(y), out);
+  }
+  const std::vector<float> x = broadcast_values<float>(a, s);
+  Array y = Array::from_shape({pos.size()});
+  for (size_t k = 0; k < pos.size(); ++k) y.data()[k] = x[pos[k]];
+  return record("masked_select", std::move(y), {a}, [s, pos](BackwardContext& ctx) {
+    Array g = xt::zeros<float>(to_xshape(s));  // the broadcast shape: the engine sums it down
+    for (size_t k = 0; k < pos.size(); ++k) g.data()[pos[k]] = ctx.grad.data()[k];
+    ctx.give(0, std::move(g));
+  });
+}
+
+Tensor one_hot(const Tensor& ids, int64_t num_classes) {
+  require_defined(ids, "one_hot", "the ids");
+  if (ids.dtype() != Dtype::Int64)
+    throw TypeError(std::string("one_hot: the ids must be an int64 tensor, got ") + to_string(ids.dtype()));
+  const std::vector<int64_t> v = values_as<int64_t>(*ids.impl());
+  int64_t K = num_classes;
+  if (K < 0) {
+    if (num_classes != -1)
+      throw ValueError("one_hot: num_classes must be -1 (inferred) or >= 0, got " + std::to_string(num_classes));
+    if (v.empty()) throw ValueError("one_hot: cannot infer num_classes from an empty tensor");
+    K = *std::max_element(v.begin(), v.end()) + 1;
+  }
+  std::vector<int64_t> out(v.size() * static_cast<size_t>(K), 0);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] < 0 || v[i] >= K)
+      throw IndexError("one_hot: id " + std::to_string(v[i]) + " at position " + std::to_string(i) +
+                       " is out of range for " + std::to_string(K) + " classes");
+    out[i * static_cast<size_t>(K) + static_cast<size_t>(v[i])] = 1;
+  }
+  Shape s = ids.shape();
+  s.push_back(K);
+  return make_int64(std::move(out), s);
+}
+
+Tensor randint(int64_t low, int64_t high, const Shape& shape) {
+  if (high <= low)
+    throw ValueError("randint: expected low < high, got low " + std::to_string(low) + " and high " +
+                     std::to_string(high));
+  check_shape(shape, "randint");
+  std::vector<int64_t> v(static_cast<size_t>(numel_of(shape)));
+  const uint64_t span = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  Generator& gen = default_generator();
+  for (auto& x : v) x = static_cast<int64_t>(static_cast<uint64_t>(low) + gen.below(span));
+  return make_int64(std::move(v), shape);
+}
+Tensor randint(int64_t high, const Shape& shape) { return randint(0, high, shape); }
 
 // ---- the index ops with int64 tensors ----------------------------------------------------------
 

@@ -65,6 +65,25 @@ Tensor argmax(const Tensor& a, int64_t dim, bool keepdim = false);
 Tensor argmin(const Tensor& a);
 Tensor argmin(const Tensor& a, int64_t dim, bool keepdim = false);
 
+// ---- masks and indices ----------------------------------------------------------------------
+/// Whether every (any) element is nonzero: a 0-d bool tensor.
+Tensor all(const Tensor& a);
+Tensor any(const Tensor& a);
+/// Along one dim (removed unless keepdim): a bool tensor.
+Tensor all(const Tensor& a, int64_t dim, bool keepdim = false);
+Tensor any(const Tensor& a, int64_t dim, bool keepdim = false);
+/// The indices of the nonzero elements, row-major: int64 (n, a.dim()).
+Tensor nonzero(const Tensor& a);
+/// The elements of a where mask (bool, or float != 0) is true, a and mask broadcast together:
+/// 1-D, row-major. Differentiable in a (the gradient goes back to the selected places).
+Tensor masked_select(const Tensor& a, const Tensor& mask);
+/// int64 class ids (S...) -> int64 (S..., K), K = num_classes, or max id + 1 when -1.
+Tensor one_hot(const Tensor& ids, int64_t num_classes = -1);
+/// Uniform integers in [low, high) (int64), from the global generator (tapegrad's stream, not
+/// PyTorch's).
+Tensor randint(int64_t low, int64_t high, const Shape& shape);
+Tensor randint(int64_t high, const Shape& shape);
+
 // ---- the index ops with int64 tensors (ops.h has the Indices forms) ----------------------------
 /// Rows of `a` along `axis` picked by a 1-D int64 tensor.
 Tensor index_select(const Tensor& a, int64_t axis, const Tensor& index);
