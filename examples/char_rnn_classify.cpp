@@ -203,7 +203,7 @@ Evaluation evaluate(const CharClassifier& model, const tg::data::SequenceDataset
     const tg::Tensor logp = model.forward(batch.ids, batch.lengths);  // (B, K)
     const int64_t B = batch.labels.numel();
     loss_sum += tg::nll_loss(logp, batch.labels).item() * B;
-    const tg::Indices pred = tg::max(logp, 1).second;
+    const tg::Indices pred(logp.argmax(1));
     for (int64_t i = 0; i < B; ++i) {
       e.confusion[batch.labels.values[i]][pred.values[i]] += 1;
       correct += pred.values[i] == batch.labels.values[i];
@@ -453,7 +453,7 @@ int train(const Config& cfg) {
       ++step;
 
       const int64_t B = batch.labels.numel();
-      const tg::Indices pred = tg::max(logp, 1).second;
+      const tg::Indices pred(logp.argmax(1));
       int64_t correct = 0;
       for (int64_t i = 0; i < B; ++i) correct += pred.values[i] == batch.labels.values[i];
       const double l = loss.item();

@@ -180,7 +180,7 @@ Points make_points(const std::string& problem, int64_t n) {
 
 double accuracy(nn::UnaryModule& model, const Points& p) {
   tg::NoGradGuard no_grad;
-  const tg::Indices pred = tg::max(model.forward(p.x), 1).second;
+  const tg::Indices pred(model.forward(p.x).argmax(1));
   int64_t correct = 0;
   for (int64_t i = 0; i < p.y.numel(); ++i) correct += pred.values[i] == p.y.values[i];
   return static_cast<double>(correct) / static_cast<double>(p.y.numel());
@@ -218,8 +218,8 @@ std::vector<std::string> decision_map(nn::UnaryModule& model, int width, int hei
       grid.push_back(-1.2f + 2.4f * (c + 0.5f) / width);
       grid.push_back(1.2f - 2.4f * (r + 0.5f) / height);
     }
-  const tg::Indices pred =
-      tg::max(model.forward(tg::tensor(grid, {int64_t(width) * height, 2})), 1).second;
+  const tg::Indices pred(
+      model.forward(tg::tensor(grid, {int64_t(width) * height, 2})).argmax(1));
   std::vector<std::string> rows(height, std::string(width, ' '));
   for (int r = 0; r < height; ++r)
     for (int c = 0; c < width; ++c) rows[r][c] = pred.values[r * width + c] ? '#' : '.';

@@ -30,7 +30,9 @@ TEST(Tensor, FactoriesAndAccessors) {
   t.data()(0, 0) = 9.0f;  // data() is mutable
   EXPECT_FLOAT_EQ(t.to_vector()[0], 9.0f);
   EXPECT_FLOAT_EQ(full({2}, 3.5f).to_vector()[1], 3.5f);
-  EXPECT_EQ(arange(5).to_vector(), (std::vector<float>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(arange(5).dtype(), kInt64);  // integer bounds: int64, as in PyTorch
+  EXPECT_EQ(arange(5).to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(arange(0.0f, 5.0f).to_vector(), (std::vector<float>{0, 1, 2, 3, 4}));
   EXPECT_EQ(arange(1.0f, 2.0f, 0.5f).to_vector(), (std::vector<float>{1.0f, 1.5f}));
   EXPECT_FLOAT_EQ(scalar(2.5f).item(), 2.5f);
   EXPECT_THROW(t.item(), ShapeError);

@@ -57,8 +57,7 @@ std::pair<Tensor, Indices> two_moons(int64_t n, float noise) {
 double accuracy(MLP& model, const Tensor& x, const Indices& y) {
   NoGradGuard no_grad;
   model.eval();
-  const auto [values, pred] = max(model.forward(x), 1);
-  (void)values;
+  const Indices pred(model.forward(x).argmax(1));
   model.train();
   int64_t right = 0;
   for (int64_t i = 0; i < y.numel(); ++i) right += pred.values[i] == y.values[i];

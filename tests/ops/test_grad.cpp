@@ -65,8 +65,11 @@ TEST_F(OpsGrad, Reductions) {
   check([](const Inputs& v) { return sum(v[0], {0, 2}, true); }, x);
   check([](const Inputs& v) { return mean(v[0], {-1}); }, x);
   check([](const Inputs& v) { return mean(v[0]); }, x);
-  check([](const Inputs& v) { return max(v[0], 1).first; }, x);
-  check([](const Inputs& v) { return max(v[0], -1, true).first; }, x);
+  check([](const Inputs& v) { return std::get<0>(max(v[0], 1)); }, x);
+  check([](const Inputs& v) { return std::get<0>(max(v[0], -1, true)); }, x);
+  check([](const Inputs& v) { return std::get<0>(min(v[0], 1)); }, x);
+  check([](const Inputs& v) { return std::get<0>(min(v[0], 0, true)); }, x);
+  check([](const Inputs& v) { return std::get<0>(v[0].max(-2)) * 2.0f; }, x);  // the method
 }
 
 TEST_F(OpsGrad, Softmax) {

@@ -15,6 +15,9 @@ class Error : public std::runtime_error {
 class ShapeError : public Error { using Error::Error; };
 /// An index out of range: gather indices, class targets, axes.
 class IndexError : public Error { using Error::Error; };
+/// A tensor of the wrong dtype: an int64 or bool tensor given to an op that computes on
+/// floats, or asked to require a gradient.
+class TypeError : public Error { using Error::Error; };
 /// A bad option or argument value (negative lr, p outside [0, 1), ...).
 class ValueError : public Error { using Error::Error; };
 /// Misuse of the autograd engine (backward twice through a freed graph, ...).

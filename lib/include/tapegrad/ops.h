@@ -4,6 +4,7 @@
 // negative, and a mismatch throws tg::ShapeError naming the op and both shapes.
 //
 // Legend: B = batch, T = time, C = channels/features, N = rows, K = classes.
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -63,9 +64,11 @@ Tensor sum(const Tensor& a);
 Tensor sum(const Tensor& a, const std::vector<int64_t>& axes, bool keepdim = false);
 Tensor mean(const Tensor& a);
 Tensor mean(const Tensor& a, const std::vector<int64_t>& axes, bool keepdim = false);
-/// Max along one axis: the values, and the argmax indices. The gradient goes to the argmax
-/// (the first one on ties).
-std::pair<Tensor, Indices> max(const Tensor& a, int64_t axis, bool keepdim = false);
+/// Max along one dim: (values, int64 indices), as LibTorch's std::tuple. The gradient goes to
+/// the argmax (the first one on ties; NaN wins, as in PyTorch).
+std::tuple<Tensor, Tensor> max(const Tensor& a, int64_t dim, bool keepdim = false);
+/// Min along one dim: (values, int64 indices), the same rules.
+std::tuple<Tensor, Tensor> min(const Tensor& a, int64_t dim, bool keepdim = false);
 
 // ---- softmax family ----------------------------------------------------------------------
 Tensor softmax(const Tensor& a, int64_t axis = -1);
@@ -117,9 +120,11 @@ Tensor index_select(const Tensor& a, int64_t axis, const Indices& index);
 /// Embedding lookup: weight (V, C), ids of any shape S -> (S..., C). Rows equal to
 /// padding_idx (if >= 0) receive no gradient.
 Tensor embedding(const Tensor& weight, const Indices& ids, int64_t padding_idx = -1);
-/// A mask is a tensor of 0/1 values (nonzero = true), broadcast to a's shape.
+/// A mask is a bool tensor (what comparisons give), or a float one (nonzero = true),
+/// broadcast to a's shape.
 Tensor masked_fill(const Tensor& a, const Tensor& mask, float value);
-/// cond ? a : b elementwise, everything broadcast together.
+/// cond ? a : b elementwise, everything broadcast together; cond is bool (or float, nonzero =
+/// true).
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 
 // ---- neural-network ops -------------------------------------------------------------------
@@ -159,7 +164,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction =
 
 /// A mask on attention scores (..., Tq, Tk), broadcast over leading dims like numpy.
 /// additive: added to the scaled scores; -inf excludes a key; it may require a gradient.
-/// boolean: 0/1 values, NONZERO = MASKED OUT (that key is not attended): the convention of
+/// boolean: a bool tensor (or 0/1 floats), TRUE = MASKED OUT (that key is not attended): the convention of
 /// PyTorch's nn.MultiheadAttention (attn_mask, key_padding_mask) and of masked_fill.
 /// PyTorch 2's F.scaled_dot_product_attention reads a bool True as "attend": the opposite.
 struct AttnMask {
@@ -194,9 +199,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // More ops, by kind: reductions (max/min of a tensor, var, norm...), combining and splitting
 // (stack, split, flip...), creation (eye, linspace, tril...) and whole-tensor checks; more
 // elementwise ops (clamp, sin, softplus, pow...) and losses (BCE, smooth L1, Huber, L1, KL,
-// probability targets).
+// probability targets); int64 and bool tensors' ops (comparisons, argmax, nonzero, one_hot...).
 #include "tapegrad/ops/combine.h"
 #include "tapegrad/ops/create.h"
+#include "tapegrad/ops/integer.h"
 #include "tapegrad/ops/loss.h"
 #include "tapegrad/ops/pointwise.h"
 #include "tapegrad/ops/reduce.h"

@@ -1,6 +1,11 @@
 #pragma once
-// tg::Tensor: a cheap shared handle over float32 data: a storage seen row-major, or through
-// the strides of a view (reshape, narrow, transpose, ...; see "views" below).
+// tg::Tensor: a cheap shared handle over float32, int64 or bool data: a storage seen row-major,
+// or through the strides of a view (reshape, narrow, transpose, ...; see "views" below).
+//
+// Dtypes (as LibTorch's): float32 is what every op computes on; int64 holds indices (class
+// targets, token ids, argmax) and bool holds masks (what comparisons give). Views, clone,
+// detach, cat and printing work on every dtype; an op that computes on values throws
+// tg::TypeError for an int64 or bool input (convert with x.to(tg::kFloat32)).
 //
 // The values live in a buffer inside the library; this header does not include xtensor, so
 // code that only uses tensors compiles fast. Include <tapegrad/xtensor.h> to reach them as
@@ -13,6 +18,8 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "tapegrad/error.h"
@@ -20,6 +27,16 @@
 namespace tg {
 
 using Shape = std::vector<int64_t>;
+
+/// The element type of a tensor.
+enum class Dtype : uint8_t { Float32, Int64, Bool };
+constexpr Dtype kFloat32 = Dtype::Float32;
+constexpr Dtype kFloat = Dtype::Float32;
+constexpr Dtype kInt64 = Dtype::Int64;
+constexpr Dtype kLong = Dtype::Int64;
+constexpr Dtype kBool = Dtype::Bool;
+/// "float32", "int64", "bool".
+const char* to_string(Dtype dtype);
 
 /// "[2, 3]": how shapes appear in every error message.
 std::string to_string(const Shape& shape);
@@ -67,6 +84,16 @@ class Tensor {
   /// Size of one dimension; negative d counts from the end.
   int64_t size(int64_t d) const;
   int64_t numel() const;
+  /// LibTorch's names: sizes() is shape(), ndimension() is dim().
+  Shape sizes() const { return shape(); }
+
+  // ---- dtype ------------------------------------------------------------------------------
+  Dtype dtype() const;
+  bool is_floating_point() const { return dtype() == Dtype::Float32; }
+  /// This tensor if it has `dtype` already, else a converted copy (not recorded: no gradient
+  /// flows through a conversion). float -> int64 truncates toward zero, anything -> bool is
+  /// `!= 0`, bool -> number gives 0 or 1.
+  Tensor to(Dtype dtype) const;
 
   // ---- views ------------------------------------------------------------------------------
   // A view (reshape, view, flatten, squeeze, unsqueeze, narrow, slice, select, transpose,
@@ -90,11 +117,19 @@ class Tensor {
   /// included), so a tensor that is not contiguous throws tg::ValueError naming
   /// contiguous(). (PyTorch's data_ptr() would give the strided pointer; here a raw loop over
   /// a transposed view cannot go silently wrong.) to_vector() reads any tensor.
+  /// These four read float32 tensors; an int64 or bool one throws tg::TypeError (read it
+  /// with to_vector<int64_t>() or item<int64_t>()).
   DataView data() const;
   float* data_ptr() const;
   std::vector<float> to_vector() const;
   /// The single value of a one-element tensor.
   float item() const;
+  /// Every element (row-major) of a tensor of any dtype, converted to T (float, int64_t,
+  /// bool), as LibTorch's item<T>().
+  template <class T>
+  std::vector<T> to_vector() const;
+  template <class T>
+  T item() const;
 
   /// The accumulated gradient; undefined until a backward pass reaches this tensor.
   Tensor grad() const;
@@ -104,7 +139,8 @@ class Tensor {
   void zero_grad() const;
 
   bool requires_grad() const;
-  /// Only leaves can change this: marks the tensor as a parameter to differentiate.
+  /// Only leaves can change this: marks the tensor as a parameter to differentiate. Only
+  /// float32 tensors can require a gradient (tg::TypeError otherwise, as in PyTorch).
   const Tensor& requires_grad_(bool on = true) const;
   /// A leaf was created by the user; a non-leaf came out of a recorded op.
   bool is_leaf() const;
@@ -148,6 +184,64 @@ class Tensor {
   /// Where mask (0/1, broadcast) is nonzero, the element ← value.
   const Tensor& masked_fill_(const Tensor& mask, float value) const;
 
+  // ---- methods mirroring LibTorch (ops/tensor_methods.cpp): x.f(args) is tg::f(x, args) ----
+  Tensor sum() const;
+  Tensor sum(const std::vector<int64_t>& dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(const std::vector<int64_t>& dims, bool keepdim = false) const;
+  /// (values, int64 indices) along dim.
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor argmax() const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor argmin() const;
+  Tensor argmin(int64_t dim, bool keepdim = false) const;
+  Tensor reshape(const Shape& shape) const;
+  Tensor view(const Shape& shape) const;
+  Tensor t() const;
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor permute(const std::vector<int64_t>& dims) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor flatten(int64_t start = 0, int64_t end = -1) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  /// select(0, index), as LibTorch's x[i].
+  Tensor operator[](int64_t index) const;
+  Tensor expand(const Shape& sizes) const;
+  Tensor add(const Tensor& other) const;
+  Tensor sub(const Tensor& other) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor neg() const;
+  Tensor pow(float exponent) const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor abs() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor matmul(const Tensor& other) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor masked_fill(const Tensor& mask, float value) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor eq(const Tensor& other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor gt(double s) const;
+  Tensor lt(double s) const;
+  Tensor ge(double s) const;
+  Tensor le(double s) const;
+  Tensor eq(double s) const;
+  Tensor ne(double s) const;
+  Tensor logical_not() const;
+
   /// How many in-place writes the values have had (PyTorch's x._version). Raw writes through
   /// data() and data_ptr() are not counted.
   uint32_t version() const;
@@ -164,8 +258,8 @@ class Tensor {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
-/// Integer indices (class targets, token ids, gather indices): a type of their own, so a
-/// float tensor can never be mistaken for indices. No gradient flows through them.
+/// Integer indices as a plain struct: a convenience kept from before int64 tensors. It
+/// converts implicitly to an int64 Tensor, and every op that takes indices takes either.
 struct Indices {
   std::vector<int64_t> values;
   Shape shape;
@@ -173,7 +267,11 @@ struct Indices {
   Indices() = default;
   Indices(std::vector<int64_t> v, Shape s);
   Indices(std::initializer_list<int64_t> v);  // 1-D
+  /// The values of an int64 tensor (tg::TypeError for another dtype).
+  explicit Indices(const Tensor& t);
   int64_t numel() const { return static_cast<int64_t>(values.size()); }
+  /// An int64 tensor holding a copy of the values.
+  operator Tensor() const;
 };
 
 // ---- factories ------------------------------------------------------------------------
@@ -181,15 +279,36 @@ Tensor tensor(const std::vector<float>& values, const Shape& shape, bool require
 Tensor tensor(std::initializer_list<float> values, bool requires_grad = false);  // 1-D
 Tensor tensor(std::initializer_list<std::initializer_list<float>> rows,
               bool requires_grad = false);  // 2-D
+/// Values of any dtype given as integers: tensor({1, 0, 1}, {3}, tg::kBool).
+Tensor tensor(const std::vector<int64_t>& values, const Shape& shape, Dtype dtype);
+/// Integer values as an int64 tensor: tensor(std::vector<int64_t>{2, 0, 1}, {3}).
+template <class I, class = std::enable_if_t<std::is_integral<I>::value>>
+Tensor tensor(const std::vector<I>& values, const Shape& shape) {
+  return tensor(std::vector<int64_t>(values.begin(), values.end()), shape, Dtype::Int64);
+}
+/// 1-D, LibTorch's torch::tensor({1, 2, 3}, torch::kLong).
+Tensor tensor(std::initializer_list<int64_t> values, Dtype dtype);
 Tensor scalar(float value, bool requires_grad = false);
 Tensor zeros(const Shape& shape, bool requires_grad = false);
 Tensor ones(const Shape& shape, bool requires_grad = false);
 Tensor full(const Shape& shape, float value, bool requires_grad = false);
+/// The same with a dtype (requires_grad only for float32).
+Tensor zeros(const Shape& shape, Dtype dtype, bool requires_grad = false);
+Tensor ones(const Shape& shape, Dtype dtype, bool requires_grad = false);
+Tensor full(const Shape& shape, float value, Dtype dtype, bool requires_grad = false);
+/// The shape and dtype of t.
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
-/// [start, end) in steps of `step`, as a 1-D tensor.
+/// [start, end) in steps of `step`, as a 1-D tensor. As in PyTorch, integer bounds give an
+/// int64 tensor (arange(5), arange(2, 10, 3)) and float bounds a float32 one.
 Tensor arange(float start, float end, float step = 1.0f);
+Tensor arange(double start, double end, double step = 1.0);
+Tensor arange(int64_t start, int64_t end, int64_t step = 1);
+Tensor arange(int start, int end, int step = 1);
 Tensor arange(int64_t n);
+Tensor arange(int n);
+/// Any bounds with an explicit dtype: arange(0, 5, 1, tg::kFloat32).
+Tensor arange(double start, double end, double step, Dtype dtype);
 /// Uniform in [0, 1) and standard normal, from the global generator (see random.h).
 Tensor rand(const Shape& shape, bool requires_grad = false);
 Tensor randn(const Shape& shape, bool requires_grad = false);

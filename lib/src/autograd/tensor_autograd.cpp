@@ -38,6 +38,9 @@ const Tensor& Tensor::requires_grad_(bool on) const {
   if (checked(impl_, "requires_grad_").grad_fn)
     throw AutogradError("requires_grad_: only leaf tensors can change requires_grad (this one "
                         "came out of '" + op_name() + "'); use detach() first");
+  if (on && impl_->dtype() != DType::Float32)
+    throw TypeError(std::string("requires_grad_: only tensors of floating point dtype can require "
+                                "gradients, this one is ") + dtype_name(impl_->dtype()));
   impl_->requires_grad = on;
   return *this;
 }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "core/shape.h"
 #include "core/storage.h"
@@ -55,8 +57,8 @@ void set_geometry(TensorImpl& impl, Array::shape_type shape, Strides strides, in
   v.offset = offset;
   v.window.reset();
   impl.view = nullptr;
-  if (!is_row_major(v.shape, v.strides)) return;
   Storage& s = *impl.storage;
+  if (s.dtype != DType::Float32 || !is_row_major(v.shape, v.strides)) return;  // no float window
   if (offset == 0 && v.shape == s.data.shape()) {
     impl.view = &s.data;
   } else {
@@ -65,7 +67,16 @@ void set_geometry(TensorImpl& impl, Array::shape_type shape, Strides strides, in
   }
 }
 
+void not_float(const TensorImpl& impl) {
+  throw TypeError(std::string("expected a float32 tensor, got a ") + dtype_name(impl.dtype()) +
+                  " tensor of shape " + to_string(Shape(impl.shape().begin(), impl.shape().end())) +
+                  ": this op computes on float values (convert with x.to(tg::kFloat32))");
+}
+
+bool row_major(const TensorImpl& impl) { return is_row_major(impl.shape(), impl.strides()); }
+
 void strided_input(const TensorImpl& impl) {
+  if (impl.dtype() != DType::Float32) not_float(impl);
   throw Error("internal error: a kernel that reads contiguous values got a strided view of shape " +
               to_string(Shape(impl.shape().begin(), impl.shape().end())) + "; the op must call dense() on its inputs");
 }
@@ -123,6 +134,7 @@ bool overlaps(const TensorImpl& impl) {
 }
 
 Array dense_copy(const TensorImpl& impl) {
+  if (impl.dtype() != DType::Float32) not_float(impl);
   Array out = Array::from_shape(impl.shape());
   if (impl.view)
     std::copy(impl.view->begin(), impl.view->end(), out.begin());
@@ -132,11 +144,52 @@ Array dense_copy(const TensorImpl& impl) {
 }
 
 void write_dense(const TensorImpl& impl, const float* values) {
+  if (impl.dtype() != DType::Float32) not_float(impl);
   if (impl.view) {
     std::copy(values, values + impl.view->size(), impl.view->begin());
     return;
   }
   scatter(impl.storage->data.data(), impl.vi->shape, impl.vi->strides, impl.vi->offset, values);
+}
+
+namespace {
+// Every element of `impl` (whose storage holds S) converted to T, in row-major order.
+template <class T, class S>
+std::vector<T> convert_from(const TensorImpl& impl, const S* src) {
+  std::vector<T> out(impl.numel());
+  const int64_t offset = impl.offset();
+  auto put = [&](int64_t at, size_t i) {
+    if constexpr (std::is_same<T, uint8_t>::value) out[i] = src[at] != S(0);  // to bool
+    else out[i] = static_cast<T>(src[at]);
+  };
+  for_each_element(impl.shape(), impl.strides(), offset, put);
+  return out;
+}
+}  // namespace
+
+template <class T>
+std::vector<T> values_as(const TensorImpl& impl) {
+  const Storage& s = *impl.storage;
+  switch (s.dtype) {
+    case DType::Int64: return convert_from<T>(impl, s.ints.data());
+    case DType::Bool: return convert_from<T>(impl, s.bools.data());
+    case DType::Float32: break;
+  }
+  return convert_from<T>(impl, s.data.data());
+}
+template std::vector<float> values_as<float>(const TensorImpl&);
+template std::vector<int64_t> values_as<int64_t>(const TensorImpl&);
+template std::vector<uint8_t> values_as<uint8_t>(const TensorImpl&);
+template std::vector<double> values_as<double>(const TensorImpl&);
+
+Tensor dense_clone(const TensorImpl& impl) {
+  const Shape shape(impl.shape().begin(), impl.shape().end());
+  switch (impl.dtype()) {
+    case DType::Int64: return make_int64(values_as<int64_t>(impl), shape);
+    case DType::Bool: return make_bool(values_as<uint8_t>(impl), shape);
+    case DType::Float32: break;
+  }
+  return make_leaf(dense_copy(impl));
 }
 
 }  // namespace detail

@@ -34,10 +34,9 @@ namespace detail {
 struct Node;  // autograd/node.h
 struct TensorImpl;
 
-/// The element type of a storage. float32 is the only one today; integer and boolean tensors
-/// (the API issue) add theirs here, each with an owning array of its own in Storage.
-enum class DType : uint8_t { Float32 };
-inline const char* dtype_name(DType) { return "float32"; }
+/// The element type of a storage (tg::Dtype; the core's older name).
+using DType = Dtype;
+inline const char* dtype_name(DType d) { return to_string(d); }
 
 /// A dense, row-major window on float elements that belong to a Storage (no ownership).
 using View = ArrayView;
@@ -56,10 +55,19 @@ uint64_t next_storage_id();
 void forget_device_copies(uint64_t id);
 
 /// Values and their version: what aliases and views share.
+///
+/// A float32 storage owns `elements`, and `data` sees them all. An int64 or bool storage owns
+/// `ints` or `bools` instead; its `data` is empty, and every tensor over it carries its
+/// geometry in a ViewInfo and has no dense float window (view is null), so a float kernel's
+/// val() or ptr() refuses it (tg::TypeError) rather than read floats that are not there.
 struct Storage {
   /// Takes over a's elements (no copy).
   explicit Storage(Array a)
       : elements(std::move(a.storage())), data(view_over(elements.data(), a.shape(), elements.size())) {}
+  explicit Storage(std::vector<int64_t> v)
+      : data(view_over(nullptr, {0}, 0)), dtype(DType::Int64), ints(std::move(v)) {}
+  explicit Storage(std::vector<uint8_t> v)
+      : data(view_over(nullptr, {0}, 0)), dtype(DType::Bool), bools(std::move(v)) {}
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
@@ -67,10 +75,12 @@ struct Storage {
     if (on_device.load(std::memory_order_relaxed)) forget_device_copies(id);
   }
 
-  Array::storage_type elements;  // owns them
+  Array::storage_type elements;  // owns them (float32)
   View data;  // all of them, in the shape of the tensor that made them: what most tensors see
   DType dtype = DType::Float32;
   std::atomic<uint32_t> version{0};  // in-place writes so far
+  std::vector<int64_t> ints;         // an int64 storage's values
+  std::vector<uint8_t> bools;        // a bool storage's values, 0 or 1
   // What a device cache of these values keys on (backend/device.cpp): an id that is never
   // reused, and how often a raw pointer was handed out (data(), data_ptr(), tg::array()):
   // raw writes are not versioned, so each hand-out makes a device copy stale.
@@ -127,9 +137,17 @@ struct TensorImpl {
     for (auto d : shape()) n *= d;
     return n;
   }
-  /// The first element (for a strided view: the element at index 0).
-  float* ptr() const { return storage->data.data() + offset(); }
+  DType dtype() const { return storage->dtype; }
+  /// The first element (for a strided view: the element at index 0). float32 only.
+  float* ptr() const;
 };
+
+/// Throws tg::TypeError: an op that computes on floats got an int64 or bool tensor.
+[[noreturn]] void not_float(const TensorImpl& impl);
+inline float* TensorImpl::ptr() const {
+  if (storage->dtype != DType::Float32) not_float(*this);
+  return storage->data.data() + offset();
+}
 
 /// Sets a view's geometry, and `view` when it is contiguous. The caller has checked that
 /// every element it reaches lies within the storage.
@@ -155,8 +173,9 @@ inline std::shared_ptr<TensorImpl> impl_over(std::shared_ptr<Storage> storage) {
   return impl;
 }
 
-/// Throws tg::Error: a kernel that needs a contiguous input got a strided view (an op that
-/// forgot dense(); never the user's fault).
+/// Throws tg::TypeError for an int64 or bool tensor (see Storage), else tg::Error: a kernel
+/// that needs a contiguous input got a strided view (an op that forgot dense(); never the
+/// user's fault).
 [[noreturn]] void strided_input(const TensorImpl& impl);
 
 /// Copies the elements a geometry reaches in `src` to `out`, in row-major order.
@@ -172,7 +191,7 @@ void scatter_add(float* dst, const Array::shape_type& shape, const Strides& stri
 /// Whether two elements of the geometry share a storage element (a stride of 0 over a dim
 /// longer than 1, as expand() makes).
 bool overlaps(const TensorImpl& impl);
-/// The tensor's elements in row-major order, copied out of any geometry.
+/// The tensor's elements in row-major order, copied out of any geometry (float32 only).
 Array dense_copy(const TensorImpl& impl);
 /// Writes `values` (row-major, impl.numel() of them) to the elements the geometry reaches.
 void write_dense(const TensorImpl& impl, const float* values);
@@ -194,6 +213,20 @@ inline void bump_version(const Tensor& t) { bump_version(*t.impl()->storage); }
 
 /// A new leaf holding `value` (no tape involved).
 Tensor make_leaf(Array value, bool requires_grad = false);
+
+// ---- int64 and bool tensors (core/dtype.cpp) ----------------------------------------------
+/// A new int64 or bool tensor of `shape` over `storage` (row-major geometry, no float window).
+Tensor make_typed_leaf(std::shared_ptr<Storage> storage, const Shape& shape);
+Tensor make_int64(std::vector<int64_t> values, const Shape& shape);
+Tensor make_bool(std::vector<uint8_t> values, const Shape& shape);
+/// Every element of a tensor of any dtype, row-major, converted to T (float, int64_t,
+/// uint8_t: bool as 0/1, a number as != 0).
+template <class T>
+std::vector<T> values_as(const TensorImpl& impl);
+/// A copy of any tensor in row-major order, of the same dtype, as a new leaf (no history).
+Tensor dense_clone(const TensorImpl& impl);
+/// Whether the geometry is row-major (what is_contiguous() reports, for any dtype).
+bool row_major(const TensorImpl& impl);
 
 /// Throws ValueError("<op>: <what> is undefined") for an undefined tensor (a default-built
 /// tg::Tensor), which would otherwise be dereferenced.

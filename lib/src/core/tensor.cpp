@@ -81,11 +81,26 @@ Shape Tensor::strides() const {
   return Shape(s.begin(), s.end());
 }
 int64_t Tensor::storage_offset() const { return checked(impl_, "storage_offset").offset(); }
-bool Tensor::is_contiguous() const { return checked(impl_, "is_contiguous").contiguous(); }
+bool Tensor::is_contiguous() const {
+  const TensorImpl& impl = checked(impl_, "is_contiguous");
+  return impl.contiguous() || (impl.dtype() != DType::Float32 && row_major(impl));
+}
+
+namespace {
+/// The float readers' check: an int64 or bool tensor is read with to_vector<T>() or item<T>().
+const TensorImpl& float_only(const std::shared_ptr<TensorImpl>& p, const char* what) {
+  const TensorImpl& impl = checked(p, what);
+  if (impl.dtype() != DType::Float32)
+    throw TypeError(std::string(what) + ": the tensor is " + dtype_name(impl.dtype()) +
+                    ", not float32; read it with to_vector<int64_t>() or item<int64_t>() (or "
+                    "<bool>)");
+  return impl;
+}
+}  // namespace
 
 DataView Tensor::data() const { return DataView(data_ptr(), shape()); }
 float* Tensor::data_ptr() const {
-  if (!checked(impl_, "data_ptr").contiguous())
+  if (!float_only(impl_, "data_ptr").contiguous())
     throw ValueError("data_ptr: the tensor (shape " + tg::to_string(shape()) + ", strides " +
                      tg::to_string(strides()) +
                      ") is not contiguous, so its elements are not one row-major block; call "
@@ -95,14 +110,14 @@ float* Tensor::data_ptr() const {
 }
 
 std::vector<float> Tensor::to_vector() const {
-  const TensorImpl& impl = checked(impl_, "to_vector");
+  const TensorImpl& impl = float_only(impl_, "to_vector");
   if (impl.view) return std::vector<float>(impl.view->begin(), impl.view->end());
   const Array a = dense_copy(impl);
   return std::vector<float>(a.begin(), a.end());
 }
 
 float Tensor::item() const {
-  const TensorImpl& impl = checked(impl_, "item");
+  const TensorImpl& impl = float_only(impl_, "item");
   if (impl.numel() != 1)
     throw ShapeError("item: a tensor with one element was expected, got shape " +
                      tg::to_string(shape()));
@@ -129,12 +144,19 @@ Tensor Tensor::detach() const {
   return Tensor(std::move(impl));
 }
 
-Tensor Tensor::clone() const { return make_leaf(dense_copy(checked(impl_, "clone"))); }
+Tensor Tensor::clone() const { return dense_clone(checked(impl_, "clone")); }
 
 std::string Tensor::to_string() const {
   if (!impl_) return "Tensor(undefined)";
   std::ostringstream os;
   os << "Tensor(shape=" << tg::to_string(shape());
+  if (impl_->dtype() != DType::Float32) {  // printed as xtensor prints the float ones
+    os << ", dtype=" << dtype_name(impl_->dtype()) << ")\n";
+    const auto v = values_as<int64_t>(*impl_);
+    const auto xs = impl_->shape();
+    os << xt::adapt(v, std::vector<size_t>(xs.begin(), xs.end()));
+    return os.str();
+  }
   if (!is_leaf()) os << ", op=" << op_name();
   else if (impl_->requires_grad) os << ", requires_grad";
   os << ")\n" << dense_copy(*impl_);
@@ -158,6 +180,7 @@ Indices::Indices(std::initializer_list<int64_t> v)
 ArrayView& array(const Tensor& t) {
   const TensorImpl& impl = checked(t.impl(), "array");
   ArrayView& whole = impl.storage->data;
+  if (impl.dtype() != DType::Float32) not_float(impl);
   if (impl.view != &impl.storage->data)
     throw ValueError("array: the tensor (shape " + tg::to_string(t.shape()) + ", strides " +
                      tg::to_string(t.strides()) + ", offset " + std::to_string(impl.offset()) +
@@ -218,8 +241,6 @@ Tensor ones(const Shape& shape, bool requires_grad) {
 Tensor full(const Shape& shape, float value, bool requires_grad) {
   return make_leaf(filled(shape, value, "full"), requires_grad);
 }
-Tensor zeros_like(const Tensor& t) { return zeros(t.shape()); }
-Tensor ones_like(const Tensor& t) { return ones(t.shape()); }
 
 Tensor arange(float start, float end, float step) {
   if (step == 0 || !std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step))
@@ -234,7 +255,6 @@ Tensor arange(float start, float end, float step) {
   return make_leaf(std::move(a));
 }
 
-Tensor arange(int64_t n) { return arange(0.0f, static_cast<float>(n), 1.0f); }
 
 Tensor rand(const Shape& shape, bool requires_grad) {
   Array a = filled(shape, 0.0f, "rand");

@@ -39,6 +39,13 @@ void Embedding::reset_parameters() {
   }
 }
 
+Tensor Embedding::forward(const Tensor& ids) const {
+  if (!ids.defined()) throw ValueError(where() + ": the ids are undefined");
+  if (ids.dtype() != kInt64)
+    throw TypeError(where() + ": ids must be an int64 tensor, got " + to_string(ids.dtype()));
+  return forward(Indices(ids));
+}
+
 // (S...) -> (S..., C)
 Tensor Embedding::forward(const Indices& ids) const {
   const auto scope = this->scope();  // names this module in anomaly reports

@@ -66,6 +66,8 @@ Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, cons
                  const AttnMask& mask_arg, bool is_causal, float dropout_p, bool training,
                  Tensor* weights) {
   AttnMask mask = mask_arg;  // the kernel reads the mask's values as one row-major block
+  if (mask.defined() && mask.is_boolean() && !mask.values.is_floating_point())
+    mask.values = mask.values.to(kFloat32);  // a bool mask: true (1) = masked out
   if (mask.defined() && !mask.values.is_contiguous()) mask.values = mask.values.contiguous();
   if (!(dropout_p >= 0.0f && dropout_p <= 1.0f))
     throw ValueError(std::string(s.op) + ": dropout_p must be in [0, 1], got " +

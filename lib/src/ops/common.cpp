@@ -7,6 +7,20 @@
 namespace tg {
 namespace detail {
 
+template <class T>
+std::vector<T> broadcast_values(const Tensor& t, const Shape& target) {
+  std::vector<T> v = values_as<T>(*t.impl());
+  const Shape s = t.shape();
+  if (s == target) return v;
+  const std::vector<int64_t> at = strided_offsets(target, broadcast_strides(s, target));
+  std::vector<T> out(at.size());
+  for (size_t i = 0; i < at.size(); ++i) out[i] = v[static_cast<size_t>(at[i])];
+  return out;
+}
+template std::vector<float> broadcast_values<float>(const Tensor&, const Shape&);
+template std::vector<int64_t> broadcast_values<int64_t>(const Tensor&, const Shape&);
+template std::vector<uint8_t> broadcast_values<uint8_t>(const Tensor&, const Shape&);
+
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   const size_t n = std::max(a.size(), b.size());
   Shape out(n);

@@ -40,6 +40,11 @@ inline gemm::OperandId operand_id(const TensorImpl& t) {
   return t.grad_fn ? gemm::OperandId{} : operand_id(*t.storage);
 }
 
+/// t's elements (any dtype) as T (float, int64_t, or uint8_t: != 0), in row-major order of
+/// the shape `target`, to which t broadcasts (the caller has checked).
+template <class T>
+std::vector<T> broadcast_values(const Tensor& t, const Shape& target);
+
 /// numpy broadcasting of two shapes; throws ShapeError naming the op.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 /// A row-major shape seen as (outer, n, inner) around one axis: element (o, i, j) sits at

@@ -265,9 +265,9 @@ const Tensor& Tensor::clamp_(float min, float max) const {
 const Tensor& Tensor::masked_fill_(const Tensor& mask, float value) const {
   check_writable(*this, "masked_fill_");
   check_operand(*this, mask, "masked_fill_");
-  const Operand m(mask, *this);
-  auto keep =
-      std::make_shared<Array>(xt::broadcast(xt::equal(m.values(), 0.0f), impl_->shape()));
+  const std::vector<uint8_t> m = broadcast_values<uint8_t>(mask, shape());  // bool, or float != 0
+  auto keep = std::make_shared<Array>(Array::from_shape(impl_->shape()));
+  for (size_t i = 0; i < m.size(); ++i) keep->data()[i] = m[i] ? 0.0f : 1.0f;
   write_values(*this, [&](View& x) { xt::noalias(x) = xt::where(*keep > 0.0f, x, value); });
   bump_version(*this);
   record_inplace("masked_fill_", *this, {*this}, [keep](BackwardContext& ctx) {

@@ -88,18 +88,25 @@ Tensor mean(const Tensor& a_arg, const std::vector<int64_t>& axes, bool keepdim)
   return sum_impl(a, axes, keepdim, 1.0f / static_cast<float>(n), "mean");
 }
 
-// values = max over `axis`, idx = argmax (first on ties)      dx = g at idx, 0 elsewhere
-std::pair<Tensor, Indices> max(const Tensor& a_arg, int64_t axis, bool keepdim) {
+namespace {
+// values = max (min) over `dim`, idx = its first position      dx = g at idx, 0 elsewhere
+// NaN wins over any number (the first NaN), as in PyTorch.
+std::tuple<Tensor, Tensor> extreme(const Tensor& a_arg, int64_t dim, bool keepdim, bool largest,
+                                   const char* op) {
   Tensor a_copy;
   const Tensor& a = dense(a_arg, a_copy);
-  require_defined(a, "max", "the input");
+  require_defined(a, op, "the input");
   const Shape in = a.shape();
-  const size_t ax = norm_axis(axis, in.size(), "max");
-  if (in[ax] == 0) throw ShapeError("max: reducing over an empty dim (shape " + to_string(in) + ")");
-  const AxisSplit s = split_at(in, ax);
+  const size_t ax = in.empty() ? (norm_axis(dim, 1, op), 0) : norm_axis(dim, in.size(), op);
+  const Shape in_nd = in.empty() ? Shape{1} : in;  // a 0-d tensor reduces as [1]
+  if (in_nd[ax] == 0)
+    throw ShapeError(std::string(op) + ": reducing over an empty dim (shape " + to_string(in) + ")");
+  const AxisSplit s = split_at(in_nd, ax);
   Shape out = in;
-  if (keepdim) out[ax] = 1;
-  else out.erase(out.begin() + static_cast<long>(ax));
+  if (!in.empty()) {
+    if (keepdim) out[ax] = 1;
+    else out.erase(out.begin() + static_cast<long>(ax));
+  }
   Array v = Array::from_shape(to_xshape(out));
   std::vector<int64_t> idx(s.outer * s.inner);
   const float* x = val(a).data();
@@ -107,16 +114,15 @@ std::pair<Tensor, Indices> max(const Tensor& a_arg, int64_t axis, bool keepdim) 
     for (size_t j = 0; j < s.inner; ++j) {
       const float* p = x + o * s.n * s.inner + j;
       size_t best = 0;
-      for (size_t i = 1; i < s.n; ++i)
-        if (p[i * s.inner] > p[best * s.inner] || std::isnan(p[i * s.inner])) {
-          best = i;
-          if (std::isnan(p[i * s.inner])) break;  // NaN propagates, as in PyTorch
-        }
+      for (size_t i = 1; i < s.n && !std::isnan(p[best * s.inner]); ++i) {
+        const float c = p[i * s.inner], b = p[best * s.inner];
+        if ((largest ? c > b : c < b) || std::isnan(c)) best = i;
+      }
       v.data()[o * s.inner + j] = p[best * s.inner];
       idx[o * s.inner + j] = static_cast<int64_t>(best);
     }
-  Indices indices(idx, out);
-  Tensor values = record("max", std::move(v), {a}, [in, s, idx](BackwardContext& ctx) {
+  Tensor indices = make_int64(idx, out);
+  Tensor values = record(op, std::move(v), {a}, [in, s, idx](BackwardContext& ctx) {
     Array g = xt::zeros<float>(to_xshape(in));
     const float* gy = ctx.grad.data();
     for (size_t o = 0; o < s.outer; ++o)
@@ -126,6 +132,14 @@ std::pair<Tensor, Indices> max(const Tensor& a_arg, int64_t axis, bool keepdim) 
     ctx.give(0, std::move(g));
   });
   return {values, indices};
+}
+}  // namespace
+
+std::tuple<Tensor, Tensor> max(const Tensor& a, int64_t dim, bool keepdim) {
+  return extreme(a, dim, keepdim, true, "max");
+}
+std::tuple<Tensor, Tensor> min(const Tensor& a, int64_t dim, bool keepdim) {
+  return extreme(a, dim, keepdim, false, "min");
 }
 
 namespace {

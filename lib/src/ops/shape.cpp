@@ -12,6 +12,33 @@
 namespace tg {
 using namespace detail;
 
+namespace {
+/// cat for int64 and bool tensors (no gradient): each input's rows of `widths[t] * inner`
+/// elements, interleaved along the split.
+template <class T>
+std::vector<T> interleave(const std::vector<Tensor>& tensors, const AxisSplit& split,
+                          const std::vector<int64_t>& widths) {
+  const size_t row = split.n * split.inner;
+  std::vector<T> y(split.outer * row);
+  size_t offset = 0;
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const size_t w = static_cast<size_t>(widths[t]) * split.inner;
+    const std::vector<T> src = values_as<T>(*tensors[t].impl());
+    for (size_t o = 0; o < split.outer; ++o)
+      std::copy(src.begin() + o * w, src.begin() + (o + 1) * w, y.begin() + o * row + offset);
+    offset += w;
+  }
+  return y;
+}
+
+Tensor cat_values(const std::vector<Tensor>& tensors, const Shape& out, const AxisSplit& split,
+                  const std::vector<int64_t>& widths) {
+  if (tensors[0].dtype() == Dtype::Bool)
+    return make_bool(interleave<uint8_t>(tensors, split, widths), out);
+  return make_int64(interleave<int64_t>(tensors, split, widths), out);
+}
+}  // namespace
+
 // y = [x0 | x1 | ...] along axis        dxi = the slice of g that xi filled
 Tensor cat(const std::vector<Tensor>& inputs, int64_t axis) {
   if (inputs.empty()) throw ValueError("cat: expected a non-empty list of tensors");
@@ -21,6 +48,11 @@ Tensor cat(const std::vector<Tensor>& inputs, int64_t axis) {
     if (inputs[t].dim() == 0)
       shape_error("cat", "zero-dimensional tensor (at position " + std::to_string(t) +
                              ") cannot be concatenated; stack() joins them along a new dim");
+  const Dtype dtype = inputs[0].dtype();
+  for (size_t t = 1; t < inputs.size(); ++t)
+    if (inputs[t].dtype() != dtype)
+      throw TypeError("cat: tensor " + std::to_string(t) + " is " + to_string(inputs[t].dtype()) +
+                      " but tensor 0 is " + to_string(dtype) + "; convert with .to() first");
   std::vector<Tensor> tensors;
   tensors.reserve(inputs.size());
   for (const Tensor& t : inputs) tensors.push_back(t.contiguous());
@@ -41,6 +73,7 @@ Tensor cat(const std::vector<Tensor>& inputs, int64_t axis) {
     widths.push_back(s[ax]);
   }
   const AxisSplit split = split_at(out, ax);
+  if (dtype != Dtype::Float32) return cat_values(tensors, out, split, widths);
   Array y = Array::from_shape(to_xshape(out));
   const size_t row = split.n * split.inner;
   size_t offset = 0;
@@ -139,28 +172,30 @@ Tensor embedding(const Tensor& weight_arg, const Indices& ids, int64_t padding_i
 }
 
 // y = mask ? value : x          dx = g * !mask
-Tensor masked_fill(const Tensor& a_arg, const Tensor& mask_arg, float value) {
+Tensor masked_fill(const Tensor& a_arg, const Tensor& mask, float value) {
   Tensor a_copy;
   const Tensor& a = dense(a_arg, a_copy);
-  Tensor mask_copy;
-  const Tensor& mask = dense(mask_arg, mask_copy);
   require_defined(a, "masked_fill", "the input");
   require_defined(mask, "masked_fill", "the mask");
   const Shape in = a.shape();
   if (broadcast_shapes(in, mask.shape(), "masked_fill") != in)
     shape_error("masked_fill", "mask of shape " + to_string(mask.shape()) +
                                    " does not broadcast to the input's shape " + to_string(in));
-  auto keep = std::make_shared<Array>(xt::broadcast(xt::equal(val(mask), 0.0f), to_xshape(in)));
-  Array y = xt::where(*keep > 0.0f, val(a), value);
+  const std::vector<uint8_t> m = broadcast_values<uint8_t>(mask, in);  // bool, or float != 0
+  auto keep = std::make_shared<Array>(Array::from_shape(to_xshape(in)));
+  Array y = Array::from_shape(to_xshape(in));
+  const float* x = val(a).data();
+  for (size_t i = 0; i < m.size(); ++i) {
+    keep->data()[i] = m[i] ? 0.0f : 1.0f;
+    y.data()[i] = m[i] ? value : x[i];
+  }
   return record("masked_fill", std::move(y), {a, mask}, [keep](BackwardContext& ctx) {
     if (ctx.needs(0)) ctx.give(0, Array(ctx.grad * *keep));
   });
 }
 
 // y = cond ? a : b              da = g * cond, db = g * !cond
-Tensor where(const Tensor& cond_arg, const Tensor& a_arg, const Tensor& b_arg) {
-  Tensor cond_copy;
-  const Tensor& cond = dense(cond_arg, cond_copy);
+Tensor where(const Tensor& cond, const Tensor& a_arg, const Tensor& b_arg) {
   Tensor a_copy;
   const Tensor& a = dense(a_arg, a_copy);
   Tensor b_copy;
@@ -170,7 +205,9 @@ Tensor where(const Tensor& cond_arg, const Tensor& a_arg, const Tensor& b_arg) {
   require_defined(b, "where", "b");
   const Shape s = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"),
                                    b.shape(), "where");
-  auto c = std::make_shared<Array>(xt::broadcast(xt::not_equal(val(cond), 0.0f), to_xshape(s)));
+  const std::vector<uint8_t> m = broadcast_values<uint8_t>(cond, s);  // bool, or float != 0
+  auto c = std::make_shared<Array>(Array::from_shape(to_xshape(s)));
+  for (size_t i = 0; i < m.size(); ++i) c->data()[i] = m[i] ? 1.0f : 0.0f;
   Array y = xt::where(*c > 0.0f, val(a), val(b));
   return record("where", std::move(y), {cond, a, b}, [c](BackwardContext& ctx) {
     if (ctx.needs(1)) ctx.give(1, Array(ctx.grad * *c));

@@ -357,6 +357,8 @@ Tensor expand(const Tensor& a, const Shape& sizes) {
 // y = x, contiguous              dx = g
 Tensor Tensor::contiguous() const {
   if (checked(impl_, "contiguous").contiguous()) return *this;
+  if (impl_->dtype() != DType::Float32)  // no gradient to carry: a plain copy
+    return row_major(*impl_) ? *this : dense_clone(*impl_);
   return record("contiguous", dense_copy(*impl_), {*this},
                 [](BackwardContext& ctx) { ctx.give(0, ctx.take_grad()); });
 }

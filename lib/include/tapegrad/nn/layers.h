@@ -39,6 +39,9 @@ class Embedding : public Module {
   /// ids (S...) -> (S..., C). An id outside [0, V) throws tg::IndexError naming this module.
   Tensor forward(const Indices& ids) const;
   Tensor operator()(const Indices& ids) const { return forward(ids); }
+  /// The same with an int64 tensor of ids (tg::TypeError for another dtype).
+  Tensor forward(const Tensor& ids) const;
+  Tensor operator()(const Tensor& ids) const { return forward(ids); }
   /// Re-draws the weight from N(0, 1) and zeroes the padding row.
   void reset_parameters();
 

@@ -81,10 +81,6 @@ Tensor kl_div(const Tensor& input, const Tensor& target,
 /// (it means nothing for probabilities). Both logits and target are differentiated.
 Tensor cross_entropy_probs(const Tensor& logits, const Tensor& target,
                            const CrossEntropyOptions& options = CrossEntropyOptions());
-/// torch's cross_entropy(input, target) with a float target: cross_entropy_probs.
-inline Tensor cross_entropy(const Tensor& logits, const Tensor& target_probs,
-                            const CrossEntropyOptions& options = CrossEntropyOptions()) {
-  return cross_entropy_probs(logits, target_probs, options);
-}
+/// cross_entropy(logits, target) (tapegrad/ops/integer.h) calls it for a float32 target.
 
 }  // namespace tg
