@@ -24,6 +24,8 @@ done
 
 if [[ ! -f "$build/CMakeCache.txt" ]]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+else
+  cmake "$build" >/dev/null  # a build folder from before generate_bench existed learns of it
 fi
 cmake --build "$build" -j2 --target generate_bench >"$build/generate_bench-build.log" 2>&1 ||
   { tail -30 "$build/generate_bench-build.log"; exit 1; }

@@ -34,6 +34,11 @@ class KVCache {
  public:
   /// num_layers attention layers, batch_size rows, room for max_length positions per row.
   KVCache(int64_t num_layers, int64_t batch_size, int64_t max_length);
+  /// Not copyable (a copy would share the buffers); movable.
+  KVCache(const KVCache&) = delete;
+  KVCache& operator=(const KVCache&) = delete;
+  KVCache(KVCache&&) = default;
+  KVCache& operator=(KVCache&&) = default;
 
   int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
   int64_t batch_size() const { return batch_; }
