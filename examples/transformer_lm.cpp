@@ -486,6 +486,12 @@ int run_train(const Args& a) {
   std::printf("reloaded %s: val loss %.4f, samples %s\n", a.run.checkpoint.c_str(), again.loss,
               same ? "identical" : "DIFFERENT");
   if (!same) throw tg::CheckpointError("the reloaded model differs from the trained one");
+  // The same words recomputing every prefix (--no-cache): a KV cache changes no token unless
+  // two choices are within float rounding of each other.
+  const auto recomputed = sample_words(*model, vocab, 10, lang, a.temperature, a.run.seed, /*use_cache=*/false);
+  bool cache_same = true;
+  for (size_t i = 0; i < samples.size(); ++i) cache_same = cache_same && samples[i].word == recomputed[i].word;
+  std::printf("samples through the KV cache and recomputed without it: %s\n", cache_same ? "identical" : "DIFFERENT");
   std::printf("\nsamples from the reloaded model (--sample 10 --seed %llu):\n",
               static_cast<unsigned long long>(a.run.seed));
   print_samples(samples_again, known_words(data));

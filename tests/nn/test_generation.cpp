@@ -307,6 +307,7 @@ TEST(LeanInference, CachedStepPeakMemory) {
       EXPECT_LE(before, weights + cache.nbytes() + 2 * largest);  // nothing else stays alive
       EXPECT_LE(peak, weights + cache.nbytes() + 2 * largest)
           << "peak " << peak << ", weights " << weights << ", cache " << cache.nbytes() << ", largest " << largest;
+      EXPECT_EQ(memory_stats().live_bytes, weights + cache.nbytes());  // no op kept anything
     }
   }
 }
