@@ -3,6 +3,7 @@
 //
 //   transformer_lm                            train (a few minutes); checkpoints/transformer_lm.ckpt
 //   transformer_lm --sample 10 --lang fr      ten new French words from the checkpoint alone
+//                                             (through a KV cache; --no-cache recomputes)
 //   transformer_lm --resume                   continue an interrupted run (same options)
 //   mpirun -np N transformer_lm --distributed data parallel: each rank takes --batch words of
 //                                             its 1/N of the data, gradients are averaged;
@@ -21,6 +22,7 @@
 // Legend: B = batch, T = sequence length (≤ block_size), C = d_model, V = vocabulary
 // (<end>, the characters, one token per language).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -110,6 +112,16 @@ class GPT : public tg::nn::Module {
     x = drop->forward(x);
     const auto causal = tg::nn::AttentionForwardOptions().causal(true);
     for (const auto& b : *blocks) x = std::static_pointer_cast<tg::nn::TransformerBlock>(b)->forward(x, causal);
+    return head->forward(ln_f->forward(x));
+  }
+
+  /// Cached decoding (inference): ids (B, T) are the new tokens only; their keys and values
+  /// join the cache, positions continue from its length -> logits (B, T, V)
+  tg::Tensor forward(const tg::Indices& ids, tg::nn::KVCache& cache) {
+    tg::Tensor x = tok_emb->forward(ids) + pos_emb->forward(cache.positions(ids.shape[1]));  // (B, T, C)
+    x = drop->forward(x);
+    for (size_t l = 0; l < blocks->size(); ++l)
+      x = blocks->at<tg::nn::TransformerBlock>(l)->forward(x, cache, static_cast<int64_t>(l));
     return head->forward(ln_f->forward(x));
   }
 
@@ -259,52 +271,37 @@ struct Sample {
 };
 
 /// Draws n words autoregressively (softmax at `temperature` over <end> and the characters),
-/// in language `lang` (an index) or, if lang < 0, each in a random one. Uses a generator of its
-/// own seeded with `seed`: the same weights and seed give the same words.
+/// in language `lang` (an index) or, if lang < 0, each in a random one, through tg::nn::generate:
+/// with a KV cache (each step feeds one new character), or, with use_cache false, recomputing
+/// the whole prefix at every step. Uses a generator of its own seeded with `seed`: the same
+/// weights and seed give the same words.
 std::vector<Sample> sample_words(GPT& model, const Vocab& vocab, int64_t n, int64_t lang, double temperature,
-                                 uint64_t seed) {
-  tg::NoGradGuard no_grad;
+                                 uint64_t seed, bool use_cache = true) {
   const bool was_training = model.is_training();
   model.eval();
   tg::Generator gen(seed);
-  std::vector<Seq> seqs(static_cast<size_t>(n));
-  std::vector<bool> done(seqs.size(), false);
-  for (Seq& s : seqs)
-    s.push_back(vocab.lang_token(lang >= 0 ? lang : static_cast<int64_t>(gen.below(vocab.languages.size()))));
-  const int64_t V = vocab.size(), K = vocab.n_chars() + 1;  // K: only <end> and characters are drawn
-  for (int64_t T = 1; T < model.config.block_size; ++T) {
-    Seq flat;
-    for (const Seq& s : seqs) flat.insert(flat.end(), s.begin(), s.end());
-    const tg::Tensor logits = model.forward(tg::Indices(flat, {n, T}));  // (n, T, V)
-    const float* l = logits.data_ptr();
-    bool all_done = true;
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      if (done[i]) {
-        seqs[i].push_back(0);
-        continue;
-      }
-      const float* row = l + (static_cast<int64_t>(i) * T + T - 1) * V;  // the last position
-      const float mx = *std::max_element(row, row + K);
-      std::vector<double> p(static_cast<size_t>(K));
-      double z = 0;
-      for (int64_t k = 0; k < K; ++k) z += p[static_cast<size_t>(k)] = std::exp((row[k] - mx) / temperature);
-      double u = gen.uniform() * z;
-      int64_t next = K - 1;
-      for (int64_t k = 0; k < K; ++k)
-        if ((u -= p[static_cast<size_t>(k)]) < 0) {
-          next = k;
-          break;
-        }
-      seqs[i].push_back(next);
-      done[i] = next == 0;
-      all_done = all_done && done[i];
-    }
-    if (all_done) break;
-  }
+  std::vector<tg::nn::TokenIds> prompts(static_cast<size_t>(n));
+  for (auto& p : prompts)
+    p.push_back(vocab.lang_token(lang >= 0 ? lang : static_cast<int64_t>(gen.below(vocab.languages.size()))));
+  const int64_t K = vocab.n_chars() + 1;  // only <end> and characters are drawn
+  tg::nn::KVCache cache(model.config.n_layers, n, model.config.block_size);
+  const tg::nn::DecodeFn decoder = [&](const tg::nn::DecodeInput& in) {
+    const tg::Tensor logits = in.cache ? model.forward(in.ids, *in.cache) : model.forward(in.ids);  // (n, T, V)
+    return tg::narrow(tg::select(logits, 1, -1), 1, 0, K);                                         // (n, K)
+  };
+  const auto options = tg::nn::GenerateOptions()
+                           .max_new_tokens(model.config.block_size - 1)
+                           .sampling(tg::nn::SamplingOptions().do_sample(true).temperature(static_cast<float>(temperature)))
+                           .eos_token_id(0)  // <end>
+                           .use_cache(use_cache);
+  const auto words = tg::nn::generate(decoder, prompts, options, &cache, &gen);
   model.train(was_training);
   std::vector<Sample> out;
-  for (const Seq& s : seqs)
+  for (size_t i = 0; i < words.size(); ++i) {
+    Seq s = prompts[i];
+    s.insert(s.end(), words[i].begin(), words[i].end());
     out.push_back({vocab.languages[static_cast<size_t>(s[0] - vocab.lang_token(0))], vocab.decode(s)});
+  }
   return out;
 }
 
@@ -323,6 +320,7 @@ struct Args {
   int64_t sample = 0;
   std::string lang;
   double temperature = 1.0;
+  bool no_cache = false;
 };
 
 void print_samples(const std::vector<Sample>& samples, const std::set<std::string>& known) {
@@ -352,7 +350,12 @@ int run_sample(const Args& a) {
     known = known_words(ex::load_words(a.run.data));
   } catch (const tg::Error&) {
   }
-  print_samples(sample_words(*m.model, m.vocab, a.sample, lang, a.temperature, a.run.seed), known);
+  const auto start = std::chrono::steady_clock::now();
+  const auto samples = sample_words(*m.model, m.vocab, a.sample, lang, a.temperature, a.run.seed, !a.no_cache);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  print_samples(samples, known);
+  std::printf("%lld words in %.1f ms (%s)\n", static_cast<long long>(a.sample), 1e3 * seconds,
+              a.no_cache ? "recomputing every prefix: --no-cache" : "KV cache");
   return 0;
 }
 
@@ -483,6 +486,12 @@ int run_train(const Args& a) {
   std::printf("reloaded %s: val loss %.4f, samples %s\n", a.run.checkpoint.c_str(), again.loss,
               same ? "identical" : "DIFFERENT");
   if (!same) throw tg::CheckpointError("the reloaded model differs from the trained one");
+  // The same words recomputing every prefix (--no-cache): a KV cache changes no token unless
+  // two choices are within float rounding of each other.
+  const auto recomputed = sample_words(*model, vocab, 10, lang, a.temperature, a.run.seed, /*use_cache=*/false);
+  bool cache_same = true;
+  for (size_t i = 0; i < samples.size(); ++i) cache_same = cache_same && samples[i].word == recomputed[i].word;
+  std::printf("samples through the KV cache and recomputed without it: %s\n", cache_same ? "identical" : "DIFFERENT");
   std::printf("\nsamples from the reloaded model (--sample 10 --seed %llu):\n",
               static_cast<unsigned long long>(a.run.seed));
   print_samples(samples_again, known_words(data));
@@ -526,6 +535,7 @@ int main(int argc, char** argv) {
   app.add_option("--lang", a.lang, "language of the sampled words (default: a random one for each)");
   app.add_option("--temperature", a.temperature, "sampling temperature")->check(ex::kFinitePositive)->check(CLI::Range(0.05, 10.0))
       ->capture_default_str();
+  app.add_flag("--no-cache", a.no_cache, "with --sample: recompute the whole prefix for every character instead of a KV cache");
   return ex::run_main(app, argc, argv, [&] {
     ex::apply_run_options(a.run);
     return a.sample > 0 ? run_sample(a) : run_train(a);

@@ -525,6 +525,84 @@ TEST(BadInput, Modules) {
   });
 }
 
+// ---- generation: the KV cache, logits processors, generate --------------------------------------
+
+TEST(BadInput, Generation) {
+  using namespace tg::nn;
+  manual_seed(0);
+  auto block = std::make_shared<TransformerBlock>(TransformerBlockOptions(8, 2, 16));
+  block->eval();
+  auto other = std::make_shared<TransformerBlock>(TransformerBlockOptions(8, 2, 16));
+  auto cache = std::make_shared<KVCache>(1, 2, 4);
+  const Tensor logits = tensor({{1.0f, 2.0f, 3.0f}, {0.0f, -1.0f, 1.0f}});
+  const DecodeFn decoder = [=](const DecodeInput& in) { return zeros({in.ids.shape[0], in.ids.shape[1], 5}); };
+  run_table("Generation", {
+      err<ValueError>("KVCache(0, 1, 1)", {"KVCache", "positive", "0"}, [] { KVCache(0, 1, 1); }),
+      err<ValueError>("KVCache max_length -4", {"KVCache", "-4"}, [] { KVCache(1, 1, -4); }),
+      err<ShapeError>("set_left_padding: row count", {"set_left_padding", "3 rows", "batch_size 2"},
+                      [=] { cache->set_left_padding({0, 1, 2}); }),
+      err<ValueError>("set_left_padding: negative", {"padding of row 1", "-1"}, [=] { cache->set_left_padding({0, -1}); }),
+      err<ValueError>("positions(-1)", {"positions", "-1"}, [=] { cache->positions(-1); }),
+      err<ValueError>("truncate past the length", {"truncate", "[0, 0]", "3"}, [=] { cache->truncate(3); }),
+      err<IndexError>("keys: layer out of range", {"keys", "layer 5", "1 layers"}, [=] { cache->keys(5); }),
+      err<ShapeError>("cached block: 2-D input", {"TransformerBlock", "(B, T, 8)", "[2, 8]"},
+                      [=] { block->forward(zeros({2, 8}), *cache, 0); }),
+      err<ShapeError>("cached attention: T = 0", {"MultiheadAttention", "T >= 1", "[2, 0, 8]"},
+                      [=] { block->attn->forward(zeros({2, 0, 8}), *cache, 0); }),
+      err<ShapeError>("cached block: batch", {"attn", "input batch 3", "batch_size 2"},
+                      [=] { block->forward(zeros({3, 1, 8}), *cache, 0); }),
+      err<IndexError>("cached block: layer index", {"KVCache", "layer 1", "1 layers"},
+                      [=] { block->forward(zeros({2, 1, 8}), *cache, 1); }),
+      err<ValueError>("cached block: capacity", {"attn", "5 new positions after the 0 cached", "max_length 4"},
+                      [=] { block->forward(zeros({2, 5, 8}), *cache, 0); }),
+      err<ValueError>("cached block: another model's layer", {"layer 0 holds the keys of", "another model"},
+                      [=] {
+                        KVCache c(1, 2, 4);
+                        block->forward(zeros({2, 1, 8}), c, 0);
+                        other->forward(zeros({2, 1, 8}), c, 0);
+                      }),
+      err<ValueError>("set_left_padding after a step", {"set_left_padding", "1 positions"},
+                      [=] {
+                        KVCache c(1, 2, 4);
+                        block->forward(zeros({2, 1, 8}), c, 0);
+                        c.set_left_padding({1, 0});
+                      }),
+      err<ShapeError>("top_k_filter: 1-D logits", {"top_k_filter", "(B, V)", "[3]"},
+                      [] { top_k_filter(tensor({1.0f, 2.0f, 3.0f}), 1); }),
+      err<ValueError>("top_k_filter: k 0", {"top_k_filter", "k must be >= 1", "0"}, [=] { top_k_filter(logits, 0); }),
+      err<ValueError>("top_p_filter: p 0", {"top_p_filter", "(0, 1]"}, [=] { top_p_filter(logits, 0.0f); }),
+      err<ValueError>("top_p_filter: p NaN", {"top_p_filter", "nan"}, [=] { top_p_filter(logits, kNaN); }),
+      err<ValueError>("top_p_filter: min_tokens_to_keep 0", {"min_tokens_to_keep", "0"},
+                      [=] { top_p_filter(logits, 0.5f, 0); }),
+      err<ValueError>("repetition_penalty: 0", {"repetition_penalty", "> 0"}, [=] { repetition_penalty(logits, {{0}, {1}}, 0.0f); }),
+      err<ValueError>("repetition_penalty: inf", {"repetition_penalty", "inf"}, [=] { repetition_penalty(logits, {{0}, {1}}, kInf); }),
+      err<ShapeError>("repetition_penalty: rows", {"repetition_penalty", "1 rows", "2"}, [=] { repetition_penalty(logits, {{0}}, 1.2f); }),
+      err<IndexError>("repetition_penalty: token 3 of 3", {"repetition_penalty", "token 3", "vocabulary of 3"},
+                      [=] { repetition_penalty(logits, {{0}, {3}}, 1.2f); }),
+      err<ValueError>("next_tokens: temperature 0", {"next_tokens", "temperature", "0"},
+                      [=] { Generator g(0); next_tokens(logits, {}, SamplingOptions().do_sample(true).temperature(0.0f), g); }),
+      err<ValueError>("next_tokens: top_k -1", {"next_tokens", "top_k", "-1"},
+                      [=] { Generator g(0); next_tokens(logits, {}, SamplingOptions().top_k(-1), g); }),
+      err<ValueError>("next_tokens: sampling a NaN row", {"next_tokens", "cannot sample", "nan"},
+                      [] { Generator g(0); next_tokens(tensor({{kNaN, kNaN}}), {}, SamplingOptions().do_sample(true), g); }),
+      err<ValueError>("generate: no prompts", {"generate", "no prompts"}, [=] { generate(decoder, {}, GenerateOptions(), cache.get()); }),
+      err<ValueError>("generate: an empty prompt", {"generate", "prompt 1 is empty"},
+                      [=] { generate(decoder, {{1}, {}}, GenerateOptions(), cache.get()); }),
+      err<ValueError>("generate: max_new_tokens -1", {"generate", "max_new_tokens", "-1"},
+                      [=] { generate(decoder, {{1}, {2}}, GenerateOptions().max_new_tokens(-1), cache.get()); }),
+      err<ValueError>("generate: no cache", {"generate", "no KVCache"}, [=] { generate(decoder, {{1}, {2}}, GenerateOptions()); }),
+      err<ShapeError>("generate: batch", {"generate", "3 prompts", "batch_size 2"},
+                      [=] { generate(decoder, {{1}, {2}, {3}}, GenerateOptions().max_new_tokens(2), cache.get()); }),
+      err<ValueError>("generate: capacity", {"generate", "need 5 cached positions", "max_length 4"},
+                      [=] { generate(decoder, {{1, 2}, {3}}, GenerateOptions().max_new_tokens(4), cache.get()); }),
+      err<ShapeError>("generate: logits of another batch", {"generate", "[3, 4]", "B = 2, T = 1"},
+                      [=] { generate([](const DecodeInput&) { return zeros({3, 4}); }, {{1}, {2}},
+                                     GenerateOptions().max_new_tokens(1).use_cache(false)); }),
+      err<ValueError>("generate: empty decoder", {"generate", "decoder is empty"},
+                      [=] { generate(DecodeFn(), {{1}, {2}}, GenerateOptions(), cache.get()); }),
+  });
+}
+
 // ---- init ------------------------------------------------------------------------------------
 
 TEST(BadInput, Init) {

@@ -12,6 +12,7 @@
 
 #include "nn/format.h"
 #include "ops/attention.h"
+#include "ops/no_grad.h"
 #include "tapegrad/autograd.h"
 #include "tapegrad/nn/init.h"
 
@@ -19,6 +20,27 @@ namespace tg {
 namespace nn {
 
 namespace {
+
+// The residual x + dropout(branch). Under no-grad (inference) the sum is written into the
+// branch's fresh buffer instead of a third one, so a block keeps fewer activations alive.
+Tensor residual(const Tensor& x, const Tensor& branch, float p, bool training) {
+  Tensor y = dropout(branch, p, training);
+  if (is_grad_enabled()) return x + y;
+  y.add_(x);
+  return y;
+}
+
+// FeedForward under no-grad: the activation in place (no second (..., F) buffer), and x let go
+// as soon as fc1 has read it (it is freed then if the caller passed a temporary).
+Tensor forward_no_grad(FeedForward& ffn, Tensor x) {
+  Tensor h = ffn.fc1->forward(x);
+  x = Tensor();
+  if (ffn.options.activation() == "gelu")
+    detail::gelu_no_grad_(h, false);
+  else
+    h.clamp_(0.0f, std::numeric_limits<float>::infinity());
+  return ffn.fc2->forward(dropout(h, ffn.options.dropout(), ffn.is_training()));
+}
 
 // A mask as additive values: a boolean one becomes 0 (kept) / -inf (masked).
 Tensor as_additive(const AttnMask& m) {
@@ -126,6 +148,41 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   return result;
 }
 
+Tensor MultiheadAttention::forward(const Tensor& x, KVCache& cache, int64_t layer) {
+  const auto scope = this->scope();  // names this module in anomaly reports
+  if (!x.defined()) value_error("input is undefined");
+  const Shape xs = x.shape();
+  const int64_t C = options.embed_dim();
+  if (xs.size() != 3 || xs[2] != C || xs[1] == 0)
+    shape_error("cached forward: input must be (B, T, " + std::to_string(C) + ") with T >= 1, got " + to_string(xs));
+  NoGradGuard no_grad;  // inference only
+  const int64_t Tq = xs[1], M = cache.max_length();
+  KVCache::Step step;
+  {  // k and v live on in the cache only
+    const Tensor k = k_proj->forward(x), v = v_proj->forward(x);
+    step = cache.append(layer, *this, k, v);
+  }
+  const int64_t Tk = step.past + Tq;
+  detail::AttentionShape s;
+  s.op = "multihead_attention";
+  s.B = xs[0];
+  s.H = options.num_heads();
+  s.Tq = Tq;
+  s.Tk = Tk;
+  s.D = s.Dv = head_dim;
+  s.q = {Tq * C, head_dim, C};  // (B, Tq, C): head h at column h·Dh
+  s.k = {M * C, head_dim, C};   // the cache's (B, M, C) buffers, first Tk rows
+  s.v = {M * C, head_dim, C};
+  s.out = {Tq * C, head_dim, C};
+  s.dq = s.q;
+  s.dk = s.k;
+  s.dv = s.v;
+  s.out_shape = {s.B, Tq, C};
+  s.lead = {s.B, s.H};
+  return out_proj->forward(detail::attention(s, q_proj->forward(x), step.k, step.v, step.mask, false,
+                                             options.dropout(), is_training(), nullptr));
+}
+
 std::string MultiheadAttention::extra_repr() const {
   return "embed_dim=" + std::to_string(options.embed_dim()) + ", num_heads=" +
          std::to_string(options.num_heads()) + ", bias=" + (options.bias() ? "true" : "false") +
@@ -152,6 +209,7 @@ FeedForward::FeedForward(const FeedForwardOptions& o) : UnaryModule("FeedForward
 
 Tensor FeedForward::forward(const Tensor& x) {
   const auto scope = this->scope();  // names this module in anomaly reports
+  if (!is_grad_enabled()) return forward_no_grad(*this, x);
   Tensor h = fc1->forward(x);
   h = options.activation() == "gelu" ? gelu(h) : relu(h);
   return fc2->forward(dropout(h, options.dropout(), is_training()));
@@ -200,9 +258,25 @@ Tensor TransformerBlock::forward(const Tensor& x, const AttentionForwardOptions&
   AttentionForwardOptions o = attention;
   o.need_weights(false);
   const bool train = is_training();
-  const Tensor h = ln1->forward(x);
-  Tensor y = x + dropout(attn->forward(h, h, h, o).output, options.dropout(), train);
-  return y + dropout(ffn->forward(ln2->forward(y)), options.dropout(), train);
+  Tensor y;
+  {
+    const Tensor h = ln1->forward(x);
+    y = residual(x, attn->forward(h, h, h, o).output, options.dropout(), train);
+  }
+  return residual(y, ffn->forward(ln2->forward(y)), options.dropout(), train);
+}
+
+Tensor TransformerBlock::forward(const Tensor& x, KVCache& cache, int64_t layer) {
+  const auto scope = this->scope();  // names this module in anomaly reports
+  if (!x.defined()) value_error("input is undefined");
+  const Shape s = x.shape();
+  if (s.size() != 3 || s[2] != options.d_model())
+    shape_error("input must be (B, T, " + std::to_string(options.d_model()) + "), got " + to_string(s));
+  NoGradGuard no_grad;  // inference only
+  const bool train = is_training();
+  const Tensor y = residual(x, attn->forward(ln1->forward(x), cache, layer), options.dropout(), train);
+  const auto ffn_scope = ffn->scope();
+  return residual(y, forward_no_grad(*ffn, ln2->forward(y)), options.dropout(), train);
 }
 
 std::string TransformerBlock::extra_repr() const {

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "tapegrad/arg.h"
+#include "tapegrad/nn/kv_cache.h"
 #include "tapegrad/nn/layers.h"
 #include "tapegrad/nn/linear.h"
 #include "tapegrad/nn/unary.h"
@@ -70,6 +71,11 @@ class MultiheadAttention : public Module {
   /// weights (B, H, Tq, Tk). Self-attention passes the same tensor three times.
   AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
                           const AttentionForwardOptions& options = AttentionForwardOptions());
+  /// Cached causal self-attention for decoding: x (B, T, C) holds only the NEW positions; their
+  /// keys and values are appended to layer `layer` of the cache, and each new position attends
+  /// to every cached one and to the new ones up to itself (causal, aligned at the bottom
+  /// right), padding excluded -> (B, T, C). Inference only: nothing is recorded on the tape.
+  Tensor forward(const Tensor& x, KVCache& cache, int64_t layer);
   /// As PyTorch: q/k/v weights Xavier-uniform as one packed (3C, C) matrix; out_proj Linear's
   /// default (Xavier-uniform); every bias zero.
   void reset_parameters();
@@ -137,6 +143,10 @@ class TransformerBlock : public UnaryModule {
   Tensor forward(const Tensor& x) override;
   /// (B, T, C) -> (B, T, C) with causal/attn_mask/key_padding_mask (need_weights is ignored).
   Tensor forward(const Tensor& x, const AttentionForwardOptions& attention);
+  /// (B, T, C) new positions -> (B, T, C), attending through layer `layer` of the cache (see
+  /// MultiheadAttention's cached forward). Equals the causal forward over the whole sequence,
+  /// position by position. Inference only: nothing is recorded on the tape.
+  Tensor forward(const Tensor& x, KVCache& cache, int64_t layer);
 
   std::string extra_repr() const override;
   std::string signature() const override;
