@@ -519,3 +519,60 @@ TEST(Function, CustomOpStillWorks) {
   });
   EXPECT_TRUE(same(autograd::grad({sum(y)}, {x})[0], 3.0f * x * x));
 }
+
+namespace {
+/// Activation checkpointing as a Function: forward keeps only x; backward recomputes
+/// y = tanh(x·x) with grad mode on and differentiates it with autograd::grad (a backward
+/// inside a backward).
+struct Checkpointed : autograd::Function<Checkpointed> {
+  static Tensor body(const Tensor& x) { return tanh(x * x); }
+  static Tensor forward(AutogradContext* ctx, Tensor x) {
+    ctx->save_for_backward({x});
+    return body(x);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list g) {
+    Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_();
+    set_grad_enabled(true);
+    Tensor y = body(x);
+    set_grad_enabled(false);
+    return autograd::grad({y}, {x}, {g[0]});
+  }
+};
+}  // namespace
+
+TEST(Function, BackwardMayCallAutogradGrad) {
+  manual_seed(8);
+  Tensor x = randn({5}, true), w = randn({5}, true);
+  Tensor loss = sum(Checkpointed::apply(x * w) * w);
+  const Tensor h = x * w, want_dx = (1.0f - pow(tanh(h * h), 2.0f)) * 2.0f * h * w * w;
+  // Inside an outer autograd::grad (whose inputs the inner call must not see) ...
+  const variable_list g = autograd::grad({loss}, {x}, {}, true);
+  EXPECT_TRUE(same(g[0], want_dx));
+  EXPECT_FALSE(x.grad().defined());
+  // ... and inside a plain backward.
+  loss.backward();
+  EXPECT_TRUE(same(x.grad(), want_dx));
+  EXPECT_TRUE(is_grad_enabled());
+}
+
+TEST(Function, GraphsDroppedWithoutBackwardAreFreed) {
+  Tensor a = randn({64, 64}, true), b = randn({64}, true);
+  auto run = [&] {
+    const variable_list y = MulSquare::apply(a, b, 2.0);
+    Tensor loss = sum(y[0]) + sum(y[1]);  // dropped without backward
+  };
+  run();
+  const int64_t before = memory_stats().live_bytes;
+  for (int i = 0; i < 20; ++i) run();
+  EXPECT_EQ(memory_stats().live_bytes, before);
+}
+
+TEST(AutogradGrad, LongChainsDoNotRecurse) {
+  Tensor x = randn({4}, true), w = randn({4}, true);
+  Tensor h = x;
+  for (int i = 0; i < 100000; ++i) h = h * 1.0f;
+  Tensor y = sum(h * w);
+  const variable_list g = autograd::grad({y}, {x, w});
+  EXPECT_TRUE(same(g[0], w));
+  EXPECT_TRUE(same(g[1], x));
+}
