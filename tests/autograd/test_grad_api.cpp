@@ -471,13 +471,26 @@ TEST(Function, WrongBackwardsAreErrorsNamingTheFunction) {
   EXPECT_TRUE(same(x.grad(), 3.0f * x * x));
 }
 
-TEST(Function, AnOutputNeverAliasesAnInput) {
+namespace {
+Tensor global_param;
+struct ReturnsAParameter : autograd::Function<ReturnsAParameter> {
+  static Tensor forward(AutogradContext*, Tensor) { return global_param; }
+  static variable_list backward(AutogradContext*, variable_list g) { return {g[0]}; }
+};
+}  // namespace
+
+TEST(Function, AnOutputNeverAliasesAnInputOrAParameter) {
   Tensor x = randn({3}, true);
   Tensor y = ReturnsItsInput::apply(x);
   EXPECT_NE(y.data_ptr(), x.data_ptr());
   const auto before = x.to_vector();
   y.add_(1.0f);
   EXPECT_EQ(x.to_vector(), before);
+  global_param = randn({3}, true);
+  Tensor z = ReturnsAParameter::apply(x);
+  EXPECT_NE(z.data_ptr(), global_param.data_ptr());
+  EXPECT_EQ(z.to_vector(), global_param.to_vector());
+  global_param = Tensor();
 }
 
 TEST(Function, SavedDataHoldsSeveralTypes) {

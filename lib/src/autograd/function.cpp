@@ -130,8 +130,9 @@ variable_list finish_function(std::shared_ptr<AutogradContext> ctx, const Functi
   if (outputs.empty()) throw ValueError("function '" + name + "': forward returned no outputs");
   // Each output becomes a tensor of its own over a storage nobody else holds, so that a write
   // to it is a write to nothing else: a value aliasing an input or another output (forward
-  // returning its input), or a view, is copied. Otherwise the storage is taken as is and a
-  // saved output keeps its version counter.
+  // returning its input), a view, or a tensor with autograd meaning (a parameter forward
+  // reached by other means) is copied. Otherwise the storage is taken as is and a saved
+  // output keeps its version counter.
   std::set<const Storage*> taken;
   for (const Tensor& t : args.tensors)
     if (t.defined()) taken.insert(t.impl()->storage.get());
@@ -143,7 +144,7 @@ variable_list finish_function(std::shared_ptr<AutogradContext> ctx, const Functi
       throw ValueError("function '" + name + "': forward returned an undefined tensor as output " +
                        std::to_string(i));
     const TensorImpl& impl = *t.impl();
-    const bool whole = !impl.vi;
+    const bool whole = !impl.vi && !impl.requires_grad && !impl.grad_fn;
     if (whole && taken.insert(impl.storage.get()).second)
       values.push_back(impl.storage);
     else
