@@ -510,7 +510,8 @@ TEST(Function, SavedDataHoldsSeveralTypes) {
 TEST(Function, MatchesPyTorch) {
   // tests/reference/make_grad_api.py: MulSquare (s = 1.5) inside a larger graph, with the
   // second output used only through a tanh; gradients of a, b, and of the loss.
-  Tensor a = ref::load("grad_api/function.a.npy", true), b = ref::load("grad_api/function.b.npy", true);
+  Tensor a = ref::load("grad_api/function.a.npy", true);
+  Tensor b = ref::load("grad_api/function.b.npy", true);
   const variable_list y = MulSquare::apply(a, b, 1.5);
   Tensor loss = sum(y[0] * y[0]) + sum(tanh(y[1]) * ref::load("grad_api/function.w.npy"));
   EXPECT_TRUE(ref::close(y[0], ref::load("grad_api/function.y0.npy")));

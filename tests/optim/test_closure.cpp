@@ -18,16 +18,18 @@ using Factory = std::function<std::unique_ptr<Optimizer>(std::vector<Tensor>)>;
 
 /// The configurations of make_grad_api.py's closure cases.
 std::vector<std::pair<std::string, Factory>> cases() {
+  using P = std::vector<Tensor>;
   return {
       {"sgd",
-       [](std::vector<Tensor> p) {
-         return std::make_unique<SGD>(p, SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(0.01));
+       [](P p) {
+         return std::make_unique<SGD>(
+             p, SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(0.01));
        }},
-      {"adam", [](std::vector<Tensor> p) { return std::make_unique<Adam>(p, AdamOptions(0.05).amsgrad(true)); }},
+      {"adam", [](P p) { return std::make_unique<Adam>(p, AdamOptions(0.05).amsgrad(true)); }},
       {"adamw",
-       [](std::vector<Tensor> p) { return std::make_unique<AdamW>(p, AdamWOptions(0.05).weight_decay(0.1)); }},
+       [](P p) { return std::make_unique<AdamW>(p, AdamWOptions(0.05).weight_decay(0.1)); }},
       {"rmsprop",
-       [](std::vector<Tensor> p) {
+       [](P p) {
          return std::make_unique<RMSprop>(p, RMSpropOptions(0.01).momentum(0.5).centered(true));
        }},
   };
@@ -36,7 +38,8 @@ std::vector<std::pair<std::string, Factory>> cases() {
 /// The problem of make_grad_api.py: loss(w, b) = mean((tanh(X w + b) − T)²) + 0.01·Σw⁴.
 struct Problem {
   Tensor X = ref::load("grad_api/closure.X.npy"), T = ref::load("grad_api/closure.T.npy");
-  Tensor w = ref::load("grad_api/closure.w.npy", true), b = ref::load("grad_api/closure.b.npy", true);
+  Tensor w = ref::load("grad_api/closure.w.npy", true);
+  Tensor b = ref::load("grad_api/closure.b.npy", true);
   Tensor loss() const {
     Tensor r = tanh(matmul(X, w) + b) - T;
     return mean(r * r) + 0.01f * sum(pow(w, 4.0f));

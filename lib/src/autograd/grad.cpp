@@ -41,7 +41,8 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs,
                    bool create_graph, bool allow_unused) {
   const char* what = "autograd::grad";
   check_outputs(outputs, grad_outputs, create_graph, what);
-  if (inputs.empty()) throw ValueError("autograd::grad: no inputs to differentiate with respect to");
+  if (inputs.empty())
+    throw ValueError("autograd::grad: no inputs to differentiate with respect to");
   check_inputs(inputs, what);
   variable_list out = run_backward(outputs, grad_outputs, retain_graph.value_or(create_graph),
                                    inputs, Deliver::kReturn, what);

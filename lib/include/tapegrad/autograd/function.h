@@ -47,7 +47,7 @@ class SavedValue {
  public:
   SavedValue() = default;
   template <class T, std::enable_if_t<std::is_floating_point<T>::value, int> = 0>
-  SavedValue(T v) : v_(static_cast<double>(v)) {}  // NOLINT: implicit, as ctx->saved_data["k"] = 0.5
+  SavedValue(T v) : v_(static_cast<double>(v)) {}  // NOLINT: implicit: saved_data["k"] = 0.5
   template <class T, std::enable_if_t<std::is_integral<T>::value && !std::is_same<T, bool>::value,
                                       int> = 0>
   SavedValue(T v) : v_(static_cast<int64_t>(v)) {}  // NOLINT
