@@ -1,6 +1,8 @@
 #pragma once
 // Everything in one include.
 #include "tapegrad/autograd.h"
+#include "tapegrad/autograd/function.h"
+#include "tapegrad/autograd/grad.h"
 #include "tapegrad/device.h"
 #include "tapegrad/error.h"
 #include "tapegrad/memory.h"

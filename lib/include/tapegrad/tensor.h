@@ -152,6 +152,10 @@ class Tensor {
   /// Backpropagates from this tensor. A non-scalar needs an explicit upstream gradient.
   /// Saved values are freed afterwards unless retain_graph is true.
   void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
+  /// The same, accumulating only into the .grad() of `inputs` (leaves, or non-leaves, whose
+  /// .grad() then fills as for retain_grad): the other leaves keep theirs, and only the ops on
+  /// a path to an input run. PyTorch's backward(gradient, retain_graph, inputs=...).
+  void backward(const Tensor& grad, bool retain_graph, const std::vector<Tensor>& inputs) const;
 
   /// A new leaf sharing this tensor's values, geometry and version counter, cut from the tape.
   Tensor detach() const;

@@ -2,21 +2,21 @@
 #include <mutex>
 #include <set>
 
+#include "autograd/engine.h"
 #include "autograd/node.h"
 #include "core/shape.h"
 
 namespace tg {
 using namespace detail;
 
-namespace {
-/// Tape nodes name their op with a const char*: keep every custom name alive until exit.
+namespace detail {
 const char* intern_op_name(const std::string& name) {
   static std::mutex mutex;
   static auto* names = new std::set<std::string>;  // never destroyed: nodes may outlive statics
   std::lock_guard<std::mutex> lock(mutex);
   return names->insert(name).first->c_str();
 }
-}  // namespace
+}  // namespace detail
 
 Tensor custom_op(const std::string& name, const Tensor& value, const std::vector<Tensor>& inputs,
                  CustomBackward backward) {

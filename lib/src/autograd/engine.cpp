@@ -10,12 +10,14 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 
 #include <xtensor/xmath.hpp>
 #include <xtensor/xnoalias.hpp>
 
 #include "autograd/anomaly.h"
+#include "autograd/engine.h"
 #include "autograd/node.h"
 #include "core/shape.h"
 
@@ -44,6 +46,49 @@ void accumulate_leaf(TensorImpl& leaf, Array&& g) {
   accumulate(leaf.grad, std::move(g));
 }
 
+/// The inputs of one replay of autograd::grad or backward(inputs): only they receive
+/// gradients, and only the nodes on a path from a root to one of them run. The replay that
+/// owns it installs it for its thread (closures run on the replaying thread); a reentrant
+/// backward inside a closure installs its own, or none, and restores this one after.
+struct Targets {
+  struct Target {
+    std::vector<std::shared_ptr<TensorImpl>> impls;  // the inputs it stands for (kInputsGrad)
+    std::optional<Array> grad;                       // what reached it (kReturn)
+  };
+  Deliver deliver = Deliver::kReturn;
+  std::vector<Target> list;
+  /// A leaf input's impl, or a non-leaf input's producing node, to its place in `list`.
+  std::unordered_map<const void*, size_t> index;
+  std::vector<char> needed;  // by slot: the node's gradient leads to an input
+
+  /// Does the gradient along `e` lead to an input?
+  bool wants(const Edge& e) const {
+    return e.fn ? needed[e.fn->slot] != 0 : index.count(e.leaf.get()) != 0;
+  }
+  /// The gradient of target k, arriving (possibly in parts).
+  void receive(size_t k, Array&& g);
+};
+thread_local Targets* targets = nullptr;
+
+void Targets::receive(size_t k, Array&& g) {
+  Target& t = list[k];
+  if (deliver == Deliver::kInputsGrad) {
+    for (const auto& impl : t.impls) accumulate_leaf(*impl, Array(g));
+  } else if (t.grad) {
+    xt::noalias(*t.grad) += g;
+  } else {
+    t.grad.emplace(std::move(g));
+  }
+}
+
+/// A leaf's gradient: into its .grad(), or, during autograd::grad or backward(inputs), to
+/// the input it is (dropped if it is none).
+void to_leaf(TensorImpl& leaf, Array&& g) {
+  if (!targets) return accumulate_leaf(leaf, std::move(g));
+  const auto it = targets->index.find(&leaf);
+  if (it != targets->index.end()) targets->receive(it->second, std::move(g));
+}
+
 Edge edge_to(const Tensor& t) {
   if (!t.defined()) return {};
   refresh_view(t.impl());
@@ -54,7 +99,10 @@ Edge edge_to(const Tensor& t) {
 
 }  // namespace
 
-bool BackwardContext::needs(size_t i) const { return node_.next.at(i).defined(); }
+bool BackwardContext::needs(size_t i) const {
+  const Edge& e = node_.next.at(i);
+  return e.defined() && (!targets || targets->wants(e));
+}
 
 void BackwardContext::check_version(const Saved& s) const {
   const uint32_t now = version_of(*s.storage_);
@@ -83,8 +131,8 @@ const float* BackwardContext::read_data(const Saved& s) const {
 // the node that produced the input (which runs later: it has a lower sequence number), or to
 // a leaf's .grad(). g must have the input's shape or one the input broadcasts to.
 void BackwardContext::give(size_t i, Array g) {
+  if (!needs(i)) return;
   const Edge& e = node_.next.at(i);
-  if (!e.defined()) return;
   if (anomaly_on()) check_gradient(node_, i, g, grad_);
   if (i == 0 && self_grad_) {  // an in-place op's closure on a view's slice
     const Shape target(self_shape_->begin(), self_shape_->end());
@@ -110,7 +158,7 @@ void BackwardContext::give(size_t i, Array g) {
     else
       dst.emplace(std::move(g));
   } else {
-    accumulate_leaf(*e.leaf, std::move(g));
+    to_leaf(*e.leaf, std::move(g));
   }
 }
 
@@ -259,42 +307,66 @@ namespace {
 constexpr int kMaxDepth = 256;
 thread_local int backward_depth = 0;
 
-void replay(const Tensor& root, const Tensor& grad, bool retain_graph) {
+/// The gradient backward starts from at one root: `grad` (checked), or ones for a root of one
+/// element. `what` names the root in errors ("backward", "autograd::grad: output 1").
+Array seed_of(const Tensor& root, const Tensor& grad, const std::string& what) {
+  if (!root.defined()) throw AutogradError(what + ": the tensor is undefined");
   refresh_view(root.impl());  // a view whose base was written since: its history goes through it
-  TensorImpl& r = *root.impl();
+  const TensorImpl& r = *root.impl();
   const Shape shape = root.shape();
   if (!r.requires_grad)
-    throw AutogradError("backward: the tensor does not require grad and has no grad_fn (shape " +
+    throw AutogradError(what + ": the tensor does not require grad and has no grad_fn (shape " +
                         to_string(shape) + ")");
-  Array seed;
   if (grad.defined()) {
     if (grad.shape() != shape)
-      throw ShapeError("backward: gradient shape " + to_string(grad.shape()) +
+      throw ShapeError(what + ": gradient shape " + to_string(grad.shape()) +
                        " does not match the tensor's shape " + to_string(shape));
-    seed = dense_copy(*grad.impl());
-  } else {
-    if (r.numel() != 1)
-      throw AutogradError(
-          "backward: grad can be implicitly created only for scalar outputs, but the tensor "
-          "has shape " +
-          to_string(shape) + "; pass an upstream gradient of that shape");
-    seed = xt::ones<float>(r.shape());
+    return dense_copy(*grad.impl());
   }
-  if (anomaly_on()) check_seed(r.grad_fn.get(), seed);
-  if (!r.grad_fn) {  // a leaf: its gradient is the seed
-    accumulate_leaf(r, std::move(seed));
-    return;
-  }
+  if (r.numel() != 1)
+    throw AutogradError(
+        what + ": grad can be implicitly created only for scalar outputs, but the tensor has "
+        "shape " + to_string(shape) + "; pass an upstream gradient of that shape");
+  return xt::ones<float>(r.shape());
+}
 
-  // Collect the nodes reachable from the root (iteratively) and order them newest first.
+/// Replays the tape from every root at once. With `plan`, only what leads to its inputs runs
+/// and only they receive gradients (see Targets).
+void replay(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
+            Targets* plan, const char* what) {
+  struct Install {  // this replay's inputs for this thread, the outer replay's after
+    Targets* prev;
+    explicit Install(Targets* t) : prev(targets) { targets = t; }
+    ~Install() { targets = prev; }
+  } install(plan);
+
+  std::vector<std::pair<Node*, Array>> seeds;  // the roots that have a history
+  for (size_t k = 0; k < roots.size(); ++k) {
+    const std::string where =
+        roots.size() == 1 ? std::string(what) : std::string(what) + ": output " + std::to_string(k);
+    Array seed = seed_of(roots[k], k < grads.size() ? grads[k] : Tensor(), where);
+    TensorImpl& r = *roots[k].impl();
+    if (anomaly_on()) check_seed(r.grad_fn.get(), seed);
+    if (r.grad_fn)
+      seeds.emplace_back(r.grad_fn.get(), std::move(seed));
+    else
+      to_leaf(r, std::move(seed));  // a leaf: its gradient is the seed
+  }
+  if (seeds.empty()) return;
+
+  // Collect the nodes reachable from the roots (iteratively) and order them newest first.
   // Each node is marked with this replay's number instead of being kept in a hash set.
   // (A 32-bit mark: a stale one would need 2^32 replays while the graph stays alive. 0 is
   // what a new node holds, so it is never a replay's mark.)
   uint32_t mark = 0;
   while (mark == 0) mark = next_replay.fetch_add(1, std::memory_order_relaxed);
   std::vector<std::pair<uint64_t, Node*>> order;  // (seq, node): sorting reads no node
-  std::vector<Node*> stack{r.grad_fn.get()};
-  stack.back()->visited = mark;
+  std::vector<Node*> stack;
+  for (const auto& s : seeds) {
+    if (s.first->visited == mark) continue;
+    s.first->visited = mark;
+    stack.push_back(s.first);
+  }
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
@@ -310,21 +382,52 @@ void replay(const Tensor& root, const Tensor& grad, bool retain_graph) {
             [](const auto& a, const auto& b) { return a.first > b.first; });
   for (size_t k = 0; k < order.size(); ++k) order[k].second->slot = static_cast<uint32_t>(k);
 
+  // With inputs: which nodes lead to one (oldest first, as an edge always points at an older
+  // node), and which of those must run their backward (an edge of theirs leads to one).
+  std::vector<char> runs;
+  if (plan) {
+    plan->needed.assign(order.size(), 0);
+    runs.assign(order.size(), 0);
+    for (size_t k = order.size(); k-- > 0;) {
+      const Node* n = order[k].second;
+      for (const Edge& e : n->next)
+        if (e.defined() && plan->wants(e)) runs[k] = 1;
+      plan->needed[k] = runs[k] || plan->index.count(n) != 0;
+    }
+  }
+
   // dL/d(output) of each node, summed by its consumers before it runs (one slot per node).
   std::vector<std::optional<Array>> pending(order.size());
-  pending[0].emplace(std::move(seed));  // the root is the newest node
+  for (auto& [node, seed] : seeds) {
+    std::optional<Array>& dst = pending[node->slot];
+    if (dst) xt::noalias(*dst) += seed;
+    else dst.emplace(std::move(seed));
+  }
   for (size_t k = 0; k < order.size(); ++k) {
     Node* n = order[k].second;
-    if (!pending[k]) continue;  // no path from the root's gradient reaches it
-    if (n->released)
-      throw AutogradError(std::string("backward: trying to backward through the graph a second "
-                                      "time (op '") +
-                          n->name +
-                          "'); its saved values were freed. Pass retain_graph = true to the "
-                          "first backward() if you need to call it twice");
+    if (!pending[k]) continue;  // no path from the roots' gradients reaches it
+    if (plan && !plan->needed[k]) {
+      pending[k].reset();  // a root's own history that leads to no input
+      continue;
+    }
     Array g = std::move(*pending[k]);
     pending[k].reset();
-    if (auto out = n->output.lock(); out && out->retains_grad) accumulate(out->grad, Array(g));
+    bool is_input = false;
+    if (plan) {
+      const auto it = plan->index.find(n);
+      is_input = it != plan->index.end();
+      if (is_input) plan->receive(it->second, runs[k] ? Array(g) : std::move(g));
+      if (!runs[k]) continue;
+    }
+    if (n->released)
+      throw AutogradError(std::string(what) + ": trying to backward through the graph a second "
+                          "time (op '" + n->name +
+                          "'); its saved values were freed. Pass retain_graph = true to the "
+                          "first backward() if you need to call it twice");
+    // retain_grad: not for autograd::grad, which touches no .grad().
+    const bool retained = !plan || (plan->deliver == Deliver::kInputsGrad && !is_input);
+    if (auto out = n->output.lock(); retained && out && out->retains_grad)
+      accumulate(out->grad, Array(g));
 
     BackwardContext ctx(g, *n, pending.data());
     n->backward(ctx);  // gives each input its gradient (BackwardContext::give)
@@ -334,17 +437,18 @@ void replay(const Tensor& root, const Tensor& grad, bool retain_graph) {
     }
   }
 }
-}  // namespace
 
-void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
-  if (!root.defined()) throw AutogradError("backward: the tensor is undefined");
+/// Runs `fn` (a replay) here, or, past kMaxDepth nested backward calls on this thread, on a
+/// fresh thread (and stack) while this one waits.
+template <class F>
+void with_stack(const F& fn) {
   if (backward_depth >= kMaxDepth) {
     std::exception_ptr error;
     const bool mode = grad_enabled;
     std::thread fresh([&] {
       grad_enabled = mode;
       try {
-        run_backward(root, grad, retain_graph);
+        with_stack(fn);
       } catch (...) {
         error = std::current_exception();
       }
@@ -357,7 +461,47 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   struct Leave {
     ~Leave() { --backward_depth; }
   } leave;
-  replay(root, grad, retain_graph);
+  fn();
+}
+}  // namespace
+
+void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
+  if (!root.defined()) throw AutogradError("backward: the tensor is undefined");
+  with_stack([&] { replay({root}, {grad}, retain_graph, nullptr, "backward"); });
+}
+
+std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
+                                 bool retain_graph, const std::vector<Tensor>& inputs,
+                                 Deliver deliver, const char* what) {
+  if (deliver == Deliver::kAllLeaves) {
+    with_stack([&] { replay(roots, grads, retain_graph, nullptr, what); });
+    return {};
+  }
+  // One target per distinct input: a leaf by its impl, a non-leaf by the node producing it.
+  Targets plan;
+  plan.deliver = deliver;
+  std::vector<size_t> where(inputs.size());  // input p -> its target
+  for (size_t p = 0; p < inputs.size(); ++p) {
+    const std::shared_ptr<TensorImpl>& impl = inputs[p].impl();
+    refresh_view(impl);
+    const void* key = impl->grad_fn ? static_cast<const void*>(impl->grad_fn.get()) : impl.get();
+    const auto [it, fresh] = plan.index.emplace(key, plan.list.size());
+    if (fresh) plan.list.emplace_back();
+    auto& impls = plan.list[it->second].impls;
+    if (std::find(impls.begin(), impls.end(), impl) == impls.end()) impls.push_back(impl);
+    where[p] = it->second;
+  }
+  with_stack([&] { replay(roots, grads, retain_graph, &plan, what); });
+  if (deliver != Deliver::kReturn) return {};
+  std::vector<Tensor> out(inputs.size());
+  std::vector<size_t> uses(plan.list.size(), 0);  // an input named twice gets a copy
+  for (size_t t : where) ++uses[t];
+  for (size_t p = 0; p < inputs.size(); ++p) {
+    std::optional<Array>& g = plan.list[where[p]].grad;
+    if (!g) continue;
+    out[p] = make_leaf(--uses[where[p]] == 0 ? std::move(*g) : Array(*g));
+  }
+  return out;
 }
 
 // ---- reducing broadcast gradients -------------------------------------------------------

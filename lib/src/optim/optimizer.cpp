@@ -1,6 +1,9 @@
 // The Optimizer base: parameter groups, zero_grad/step, and the state dict.
+#include <cxxabi.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 
 #include "core/storage.h"
@@ -32,6 +35,15 @@ void OptimizerOptions::set_number(const std::string& name, double value) {
   for (const Field& f : table) names += (names.empty() ? "" : ", ") + std::string(f.name);
   throw ValueError(std::string(optimizer_name()) + " has no option '" + name + "' (options: " +
                    names + ")");
+}
+
+void OptimizerOptions::wrong_type(const OptimizerOptions& options, const std::type_info& want) {
+  int status = 0;
+  char* name = abi::__cxa_demangle(want.name(), nullptr, nullptr, &status);
+  const std::string wanted = status == 0 && name ? name : want.name();
+  std::free(name);
+  throw ValueError(std::string("these options are ") + options.optimizer_name() +
+                   "'s, not " + wanted);
 }
 
 void OptimizerOptions::check_nonnegative(const char* name, double v) {
@@ -134,7 +146,17 @@ void Optimizer::zero_grad(bool set_to_none) {
     }
 }
 
-void Optimizer::step() {
+Tensor Optimizer::step(const LossClosure& closure) {
+  Tensor loss;
+  if (closure) {
+    const bool mode = is_grad_enabled();  // the closure runs backward: grad mode on
+    set_grad_enabled(true);
+    struct Restore {
+      bool mode;
+      ~Restore() { set_grad_enabled(mode); }
+    } restore{mode};
+    loss = closure();
+  }
   NoGradGuard no_grad;
   for (auto& g : groups_)
     for (auto& p : g.params_)
@@ -142,6 +164,7 @@ void Optimizer::step() {
         update(*g.options_, p, state_[p.impl().get()]);
         detail::bump_version(p);  // a graph that saved p must not run with the stepped value
       }
+  return loss;
 }
 
 const ParamState* Optimizer::state(const Tensor& param) const {

@@ -37,13 +37,13 @@ struct AdamOptionsBase : OptimizerOptionsBase<Derived> {
 };
 
 struct AdamOptions : AdamOptionsBase<AdamOptions> {
-  explicit AdamOptions(double lr = 1e-3) : AdamOptionsBase(lr, 0.0) {}
+  AdamOptions(double lr = 1e-3) : AdamOptionsBase(lr, 0.0) {}  // NOLINT: Adam(params, 1e-3)
   const char* optimizer_name() const override { return "Adam"; }
 };
 
 /// AdamW's default weight decay is 1e-2, as in PyTorch.
 struct AdamWOptions : AdamOptionsBase<AdamWOptions> {
-  explicit AdamWOptions(double lr = 1e-3) : AdamOptionsBase(lr, 1e-2) {}
+  AdamWOptions(double lr = 1e-3) : AdamOptionsBase(lr, 1e-2) {}  // NOLINT: AdamW(params, 1e-3)
   const char* optimizer_name() const override { return "AdamW"; }
 };
 

@@ -4,8 +4,14 @@
 // counts) is created on a parameter's first update and can be saved to and restored from a
 // tg::StateDict.
 //
-//   tg::optim::Adam opt(model->parameters(), tg::optim::AdamOptions(1e-3));
+//   tg::optim::Adam opt(model->parameters(), tg::optim::AdamOptions(1e-3));   // or (params, 1e-3)
 //   opt.zero_grad();  loss.backward();  opt.step();
+//   Tensor loss = opt.step([&] { opt.zero_grad(); Tensor l = f(); l.backward(); return l; });
+//
+// Options are typed: static_cast<AdamOptions&>(opt.param_groups()[0].options()).lr(), or
+// checked, opt.param_groups()[0].options<AdamOptions>().lr() and opt.defaults<AdamOptions>().
+// A group given a whole options object uses it whole (LibTorch's rule); a group given
+// {{"lr", 1e-4}} takes the optimizer's defaults with those fields changed (Python's rule).
 //
 // State-dict keys (all groups and parameters numbered in order, parameters across groups):
 //   strings  "type"                        "Adam"
@@ -15,14 +21,18 @@
 //            "state.<i>.<name>"            "state.3.step"
 //   tensors  "state.<i>.<name>"            "state.3.exp_avg"
 // Parameters that have not been updated yet have no "state.<i>" entries.
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <typeinfo>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "tapegrad/arg.h"
+#include "tapegrad/error.h"
 #include "tapegrad/state_dict.h"
 #include "tapegrad/tensor.h"
 
@@ -52,6 +62,13 @@ class OptimizerOptions {
   /// Sets one option by name; tg::ValueError for a name these options do not have.
   void set_number(const std::string& name, double value);
 
+  /// `options` as T (SGDOptions, AdamOptions, ...): tg::ValueError if they are not.
+  template <class T, class O>
+  static T& as(O& options) {
+    if (auto* typed = dynamic_cast<T*>(&options)) return *typed;
+    wrong_type(options, typeid(std::remove_const_t<T>));
+  }
+
  protected:
   /// One option as state dicts name it, and the member that holds it (a number or a flag).
   struct Field {
@@ -63,6 +80,7 @@ class OptimizerOptions {
   };
   /// The table behind to_numbers() and set_number(): every option once, "lr" first.
   virtual std::vector<Field> fields() = 0;
+  [[noreturn]] static void wrong_type(const OptimizerOptions& options, const std::type_info& want);
   /// ValueError("invalid <name> <v>, expected a finite value >= 0") unless v is one.
   static void check_nonnegative(const char* name, double v);
 };
@@ -102,6 +120,16 @@ class ParamGroup {
   /// Schedulers change the lr through here.
   OptimizerOptions& options();
   const OptimizerOptions& options() const;
+  /// The options as their own type, checked: opt.param_groups()[0].options<AdamOptions>().
+  /// tg::ValueError naming both types if they are another optimizer's.
+  template <class T>
+  T& options() {
+    return OptimizerOptions::as<T>(options());
+  }
+  template <class T>
+  const T& options() const {
+    return OptimizerOptions::as<const T>(options());
+  }
   bool has_options() const { return options_ != nullptr; }
   double lr() const { return options().get_lr(); }
   void set_lr(double lr) { options().set_lr(lr); }
@@ -131,9 +159,13 @@ class Optimizer {
   void add_param_group(const ParamGroup& group);
   /// Zeroes every parameter's gradient; set_to_none drops the buffers instead.
   void zero_grad(bool set_to_none = false);
+  /// Computes the loss for step(closure): typically zero_grad, forward, backward.
+  using LossClosure = std::function<Tensor()>;
   /// One update of every parameter that has a gradient (others are skipped, as in PyTorch),
-  /// under no-grad.
-  void step();
+  /// under no-grad. With a closure, first calls it once with grad mode on (it re-evaluates
+  /// the model and fills the gradients) and returns what it returned, the loss; without one,
+  /// returns an undefined tensor. LibTorch's Tensor step(LossClosure closure = nullptr).
+  Tensor step(const LossClosure& closure = nullptr);
 
   std::vector<ParamGroup>& param_groups() { return groups_; }
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
@@ -141,7 +173,19 @@ class Optimizer {
   const ParamState* state(const Tensor& param) const;
   /// "SGD", "Adam", ...
   const std::string& type_name() const { return type_name_; }
+  /// The options a group without its own starts from. Changing them changes groups added
+  /// afterwards, not those already there (as in PyTorch).
+  OptimizerOptions& defaults() { return *defaults_; }
   const OptimizerOptions& defaults() const { return *defaults_; }
+  /// The same as their own type, checked: opt.defaults<AdamOptions>().betas().
+  template <class T>
+  T& defaults() {
+    return OptimizerOptions::as<T>(*defaults_);
+  }
+  template <class T>
+  const T& defaults() const {
+    return OptimizerOptions::as<const T>(*defaults_);
+  }
 
   /// A deep copy of the options and state (see the key list at the top of this file).
   StateDict state_dict() const;

@@ -13,7 +13,7 @@ namespace tg {
 namespace optim {
 
 struct RMSpropOptions : OptimizerOptionsBase<RMSpropOptions> {
-  explicit RMSpropOptions(double lr = 1e-2) : lr_(lr) {}
+  RMSpropOptions(double lr = 1e-2) : lr_(lr) {}  // NOLINT: RMSprop(params, 1e-2)
   const char* optimizer_name() const override { return "RMSprop"; }
   /// lr, alpha, eps, weight_decay, momentum >= 0.
   void validate() const override;

@@ -12,7 +12,7 @@ namespace tg {
 namespace optim {
 
 struct SGDOptions : OptimizerOptionsBase<SGDOptions> {
-  explicit SGDOptions(double lr) : lr_(lr) {}
+  SGDOptions(double lr) : lr_(lr) {}  // NOLINT: implicit, so SGD(params, 0.1) reads as LibTorch
   const char* optimizer_name() const override { return "SGD"; }
   /// lr, momentum, dampening, weight_decay >= 0; nesterov needs momentum > 0, dampening 0.
   void validate() const override;
