@@ -10,3 +10,4 @@
 #include "tapegrad/nn/ordered_dict.h"
 #include "tapegrad/nn/rnn.h"
 #include "tapegrad/nn/unary.h"
+#include "tapegrad/nn/utils.h"
