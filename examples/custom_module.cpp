@@ -28,12 +28,12 @@ class GLU : public tg::nn::UnaryModule {
     auto scope = this->scope();  // names this module in anomaly reports
     if (x.dim() == 0 || x.size(-1) != in_)
       shape_error("input shape " + tg::to_string(x.shape()) + ", expected last dim " + std::to_string(in_));
-    return value->forward(x) * tg::sigmoid(tg::linear(x, gate_weight, gate_bias));
+    return value(x) * tg::sigmoid(tg::linear(x, gate_weight, gate_bias));
   }
   std::string signature() const override { return std::to_string(in_) + "→" + std::to_string(out_); }
 
-  std::shared_ptr<tg::nn::Linear> value;
-  tg::Tensor gate_weight, gate_bias;  // (out, in), (out)
+  tg::nn::ModuleHolder<tg::nn::Linear> value;  // a shared_ptr you can call: value(x)
+  tg::Tensor gate_weight, gate_bias;           // (out, in), (out)
 
  private:
   int64_t in_, out_;

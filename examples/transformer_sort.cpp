@@ -153,7 +153,7 @@ class SortTransformer : public tg::nn::Module {
     std::vector<int64_t> pos(static_cast<size_t>(config.max_len));
     for (int64_t t = 0; t < config.max_len; ++t) pos[static_cast<size_t>(t)] = t;
     tg::Tensor x = tok_emb->forward(ids) + pos_emb->forward(tg::Indices(pos, {config.max_len}));  // (B, L, C)
-    for (const auto& b : *blocks) x = std::static_pointer_cast<tg::nn::TransformerBlock>(b)->forward(x);
+    for (const auto& block : *blocks) x = block(x);  // each item is callable: a TransformerBlock
     return head->forward(ln_f->forward(x));
   }
 

@@ -17,6 +17,12 @@ tests/nn/test_layers.cpp builds the same module, loads the parameters by name an
 
 The init cases write init.*.npy: fans, gains and the bounds/stds PyTorch's formulas give
 (read by tests/nn/test_init.cpp, which lists the same shapes and nonlinearities).
+
+The cases of issue 16 (written last, so the earlier files do not change) add the modules
+Softmax, LogSoftmax, Flatten, Identity and Embedding.from_pretrained (same files as above),
+init.gains64.npy (calculate_gain in float64, the exact Python values), and for
+nn.init.orthogonal_ orthogonal.<i>.normal.npy (the N(0, 1) matrix PyTorch drew, (rows, cols))
+and orthogonal.<i>.w.npy (the tensor orthogonal_ filled), read by tests/nn/test_modules16.cpp.
 """
 import math
 import os
@@ -144,6 +150,40 @@ def inits():
     save("init.gains", np.array([nn.init.calculate_gain(nl, p) for nl, p in GAINS], dtype=np.float32))
 
 
+# (shape, gain) for the orthogonal_ cases; tests/nn/test_modules16.cpp lists the same ones.
+ORTHOGONAL = [((6, 4), 1.0), ((3, 7), 1.0), ((4, 2, 3), 2.0), ((5, 5), 5.0 / 3)]
+# calculate_gain cases in float64; the test lists the same ones.
+GAINS64 = [("linear", None), ("conv1d", None), ("conv_transpose2d", None), ("sigmoid", None),
+           ("tanh", None), ("relu", None), ("leaky_relu", None), ("leaky_relu", 0.2),
+           ("leaky_relu", math.sqrt(5)), ("selu", None)]
+
+
+def issue16():
+    module_case("softmax_dim1", nn.Softmax(dim=1), x=torch.randn(2, 3, 4))
+    module_case("softmax_neg", nn.Softmax(dim=-1), x=torch.randn(3, 5) * 3)
+    module_case("logsoftmax_dim0", nn.LogSoftmax(dim=0), x=torch.randn(4, 3))
+    module_case("logsoftmax_neg", nn.LogSoftmax(dim=-1), x=torch.randn(2, 3, 4) * 3)
+    module_case("flatten_default", nn.Flatten(), x=torch.randn(2, 3, 4, 5))
+    module_case("flatten_mid", nn.Flatten(1, 2), x=torch.randn(2, 3, 4, 5))
+    module_case("flatten_neg", nn.Flatten(0, -2), x=torch.randn(2, 3, 4))
+    module_case("identity", nn.Identity(), x=torch.randn(3, 4))
+    weights = torch.randn(6, 3)
+    emb = nn.Embedding.from_pretrained(weights, freeze=False, padding_idx=1)
+    module_case("embedding_pretrained", emb, ids=torch.tensor([[1, 0, 5], [1, 3, 3]]))
+
+    np.save(os.path.join(OUT, "init.gains64.npy"),
+            np.array([nn.init.calculate_gain(nl, p) for nl, p in GAINS64], dtype=np.float64))
+    for i, (shape, gain) in enumerate(ORTHOGONAL):
+        rows = shape[0]
+        cols = int(np.prod(shape)) // rows
+        state = torch.get_rng_state()
+        normal = torch.empty(rows, cols).normal_(0, 1)  # what orthogonal_ draws first
+        torch.set_rng_state(state)
+        w = nn.init.orthogonal_(torch.empty(shape), gain=gain)
+        save(f"orthogonal.{i}.normal", normal)
+        save(f"orthogonal.{i}.w", w)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for f in os.listdir(OUT):
@@ -151,6 +191,7 @@ def main():
             os.remove(os.path.join(OUT, f))
     modules()
     inits()
+    issue16()
 
 
 if __name__ == "__main__":

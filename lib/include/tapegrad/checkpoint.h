@@ -99,6 +99,14 @@ void save(const nn::Module& module, const std::string& path);
 LoadReport load(nn::Module& module, const std::string& path,
                 const LoadOptions& options = LoadOptions());
 
+/// Loads named tensors in memory (another module's state_dict(), or pairs of your own) into
+/// the module's parameters and buffers, in place (versions bumped, as an optimizer step),
+/// with the checks and messages of tg::load: strict by default (missing, unexpected or
+/// mis-shaped keys throw tg::CheckpointError naming each key and both shapes, and nothing is
+/// loaded); LoadOptions().strict(false) loads what fits and reports the rest.
+LoadReport load_state_dict(nn::Module& module, const std::vector<std::pair<std::string, Tensor>>& state,
+                           const LoadOptions& options = LoadOptions());
+
 /// Anything with state_dict() and load_state_dict(const StateDict&): optimizers, LR
 /// schedulers, data loaders. Built implicitly from such an object, which must outlive it.
 class StatefulRef {

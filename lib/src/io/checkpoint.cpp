@@ -204,6 +204,16 @@ void save(const nn::Module& module, const std::string& path) {
   ck.save(path);
 }
 
+LoadReport load_state_dict(nn::Module& module, const std::vector<std::pair<std::string, Tensor>>& state,
+                           const LoadOptions& options) {
+  detail::NamedTensors dense;  // apply_load reads each source as one dense block
+  for (const auto& [name, t] : state)
+    dense.emplace_back(name, t.defined() && !t.is_contiguous() ? t.contiguous().detach() : t);
+  auto plan = detail::plan_load(module, dense, options, "load_state_dict", "the state dict");
+  detail::apply_load(plan);
+  return plan.report;
+}
+
 LoadReport load(nn::Module& module, const std::string& path, const LoadOptions& options) {
   const Checkpoint ck = Checkpoint::load(path);
   auto plan = detail::plan_load(module, ck.model, options, "checkpoint '" + path + "'");

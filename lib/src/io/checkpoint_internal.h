@@ -45,9 +45,11 @@ struct LoadPlan {
   std::vector<std::pair<Tensor, Tensor>> copies;
 };
 /// Matches `entries` against module.named_state(). Strict: any problem throws
-/// tg::CheckpointError that names `source` and every offending key with both shapes.
+/// tg::CheckpointError that names `source` and every offending key with both shapes;
+/// `container` is what the messages call the entries' holder ("the file").
 LoadPlan plan_load(const nn::Module& module, const NamedTensors& entries,
-                   const LoadOptions& options, const std::string& source);
+                   const LoadOptions& options, const std::string& source,
+                   const std::string& container = "the file");
 /// Copies the planned values; cannot fail.
 void apply_load(const LoadPlan& plan) noexcept;
 

@@ -173,7 +173,8 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
 }
 
 LoadPlan plan_load(const nn::Module& module, const NamedTensors& entries,
-                   const LoadOptions& options, const std::string& source) {
+                   const LoadOptions& options, const std::string& source,
+                   const std::string& container) {
   std::map<std::string, const Tensor*> file;
   for (const auto& [name, t] : entries) {
     if (!t.defined()) throw CheckpointError(source + ": entry '" + name + "' is undefined");
@@ -190,17 +191,17 @@ LoadPlan plan_load(const nn::Module& module, const NamedTensors& entries,
     if (it == file.end()) {
       plan.report.missing.push_back(name);
       problems += "\n  missing    " + name + ": the model has " + to_string(dst.shape()) +
-                  ", the file has no such entry";
+                  ", " + container + " has no such entry";
       ++n_problems;
     } else if (it->second->shape() != dst.shape()) {
       plan.report.mismatched.push_back({name, dst.shape(), it->second->shape()});
       problems += "\n  shape      " + name + ": the model has " + to_string(dst.shape()) +
-                  ", the file has " + to_string(it->second->shape());
+                  ", " + container + " has " + to_string(it->second->shape());
       ++n_problems;
     } else if (detail::overlaps(*dst.impl())) {
       problems += "\n  expanded   " + name + ": the model's tensor " + to_string(dst.shape()) +
                   " repeats elements (strides " + to_string(dst.strides()) +
-                  "), so it cannot hold the file's values";
+                  "), so it cannot hold the values of " + container;
       ++n_problems;
     } else {
       plan.report.loaded.push_back(name);
@@ -210,7 +211,7 @@ LoadPlan plan_load(const nn::Module& module, const NamedTensors& entries,
   for (const auto& [name, t] : entries)
     if (!in_module.count(name)) {
       plan.report.unexpected.push_back(name);
-      problems += "\n  unexpected " + name + ": the file has " + to_string(t.shape()) +
+      problems += "\n  unexpected " + name + ": " + container + " has " + to_string(t.shape()) +
                   ", the model has no such parameter or buffer";
       ++n_problems;
     }

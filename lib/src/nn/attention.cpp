@@ -53,7 +53,7 @@ Tensor as_additive(const AttnMask& m) {
 // ---- MultiheadAttention ----------------------------------------------------------------------
 
 MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& o)
-    : Module("MultiheadAttention"), options(o) {
+    : Cloneable("MultiheadAttention"), options(o) {
   if (o.embed_dim() <= 0 || o.num_heads() <= 0)
     value_error("embed_dim and num_heads must be positive, got embed_dim=" +
                 std::to_string(o.embed_dim()) + ", num_heads=" + std::to_string(o.num_heads()));
@@ -195,7 +195,7 @@ std::string MultiheadAttention::signature() const {
 
 // ---- FeedForward -----------------------------------------------------------------------------
 
-FeedForward::FeedForward(const FeedForwardOptions& o) : UnaryModule("FeedForward"), options(o) {
+FeedForward::FeedForward(const FeedForwardOptions& o) : Cloneable("FeedForward"), options(o) {
   if (o.d_model() <= 0 || o.d_ff() <= 0)
     value_error("d_model and d_ff must be positive, got d_model=" + std::to_string(o.d_model()) +
                 ", d_ff=" + std::to_string(o.d_ff()));
@@ -228,7 +228,7 @@ std::string FeedForward::signature() const {
 // ---- TransformerBlock ------------------------------------------------------------------------
 
 TransformerBlock::TransformerBlock(const TransformerBlockOptions& o)
-    : UnaryModule("TransformerBlock"), options(o) {
+    : Cloneable("TransformerBlock"), options(o) {
   // Checked here too, so that the error names this block rather than an unattached submodule.
   if (o.d_model() <= 0 || o.num_heads() <= 0 || o.d_model() % o.num_heads() != 0)
     value_error("d_model (" + std::to_string(o.d_model()) + ") must be a positive multiple of num_heads (" +

@@ -1,4 +1,5 @@
-// The simple layers: Embedding, LayerNorm, Dropout, the activations, Sequential, ModuleList.
+// The simple layers: Embedding, LayerNorm, Dropout, the activations, Softmax, LogSoftmax,
+// Identity, Flatten, Sequential, ModuleList.
 //
 // Legend: S = any shape of ids, V = vocabulary size, C = channels/features.
 #include <cmath>
@@ -14,7 +15,10 @@ namespace nn {
 
 // ---- Embedding -------------------------------------------------------------------------------
 
-Embedding::Embedding(const EmbeddingOptions& o) : Module("Embedding"), options(o) {
+Embedding::Embedding(const EmbeddingOptions& o) : Embedding(o, Tensor()) {}
+
+Embedding::Embedding(const EmbeddingOptions& o, const Tensor& pretrained)
+    : Cloneable("Embedding"), options(o) {
   const int64_t V = o.num_embeddings(), C = o.embedding_dim();
   if (V <= 0 || C <= 0)
     value_error("num_embeddings and embedding_dim must be positive, got " + std::to_string(V) +
@@ -25,6 +29,10 @@ Embedding::Embedding(const EmbeddingOptions& o) : Module("Embedding"), options(o
       value_error("padding_idx must be in [-" + std::to_string(V) + ", " + std::to_string(V) +
                   "), got " + std::to_string(p));
     options.padding_idx(p < 0 ? p + V : p);  // PyTorch: padding_idx = V + padding_idx
+  }
+  if (pretrained.defined()) {
+    weight = register_parameter("weight", pretrained);
+    return;
   }
   weight = register_parameter("weight", zeros({V, C}));
   reset_parameters();
@@ -44,6 +52,19 @@ Tensor Embedding::forward(const Tensor& ids) const {
   if (ids.dtype() != kInt64)
     throw TypeError(where() + ": ids must be an int64 tensor, got " + to_string(ids.dtype()));
   return forward(Indices(ids));
+}
+
+std::shared_ptr<Embedding> Embedding::from_pretrained(const Tensor& embeddings,
+                                                      const EmbeddingFromPretrainedOptions& o) {
+  if (!embeddings.defined()) throw ValueError("Embedding::from_pretrained: embeddings is undefined");
+  if (embeddings.dim() != 2)
+    throw ShapeError("Embedding::from_pretrained: embeddings must be 2-D (num_embeddings, "
+                     "embedding_dim), got shape " + to_string(embeddings.shape()));
+  auto opts = EmbeddingOptions(embeddings.size(0), embeddings.size(1)).padding_idx(o.padding_idx());
+  // The weight is an alias of `embeddings`, as PyTorch's Parameter(embeddings).
+  std::shared_ptr<Embedding> m(new Embedding(opts, embeddings.detach()));
+  m->weight.requires_grad_(!o.freeze());
+  return m;
 }
 
 // (S...) -> (S..., C)
@@ -72,7 +93,7 @@ std::string Embedding::signature() const {
 
 // ---- LayerNorm -------------------------------------------------------------------------------
 
-LayerNorm::LayerNorm(const LayerNormOptions& o) : UnaryModule("LayerNorm"), options(o) {
+LayerNorm::LayerNorm(const LayerNormOptions& o) : Cloneable("LayerNorm"), options(o) {
   if (o.normalized_shape().empty()) value_error("normalized_shape must not be empty");
   for (int64_t d : o.normalized_shape())
     if (d <= 0) value_error("normalized_shape must be positive, got " + to_string(o.normalized_shape()));
@@ -110,7 +131,7 @@ std::string LayerNorm::signature() const { return to_string(options.normalized_s
 
 // ---- Dropout ---------------------------------------------------------------------------------
 
-Dropout::Dropout(const DropoutOptions& o) : UnaryModule("Dropout"), options(o) {
+Dropout::Dropout(const DropoutOptions& o) : Cloneable("Dropout"), options(o) {
   if (!(o.p() >= 0.0f && o.p() <= 1.0f)) value_error("p must be in [0, 1], got " + detail::format_float(o.p()));
 }
 
@@ -124,7 +145,7 @@ Tensor ReLU::forward(const Tensor& x) { return relu(x); }
 Tensor Tanh::forward(const Tensor& x) { return tanh(x); }
 Tensor Sigmoid::forward(const Tensor& x) { return sigmoid(x); }
 
-GELU::GELU(const GELUOptions& o) : UnaryModule("GELU"), options(o) {
+GELU::GELU(const GELUOptions& o) : Cloneable("GELU"), options(o) {
   if (o.approximate() != "none" && o.approximate() != "tanh")
     value_error("approximate must be \"none\" or \"tanh\", got \"" + o.approximate() + "\"");
 }
@@ -132,6 +153,29 @@ GELU::GELU(const GELUOptions& o) : UnaryModule("GELU"), options(o) {
 Tensor GELU::forward(const Tensor& x) { return gelu(x, options.approximate() == "tanh"); }
 
 std::string GELU::extra_repr() const { return "approximate=" + options.approximate(); }
+
+// ---- softmax, shapes ------------------------------------------------------------------------
+
+Softmax::Softmax(const SoftmaxOptions& o) : Cloneable("Softmax"), options(o) {}
+// (...) -> (...); tg::softmax checks the dim against the input.
+Tensor Softmax::forward(const Tensor& x) { return softmax(x, options.dim()); }
+std::string Softmax::extra_repr() const { return "dim=" + std::to_string(options.dim()); }
+
+LogSoftmax::LogSoftmax(const LogSoftmaxOptions& o) : Cloneable("LogSoftmax"), options(o) {}
+Tensor LogSoftmax::forward(const Tensor& x) { return log_softmax(x, options.dim()); }
+std::string LogSoftmax::extra_repr() const { return "dim=" + std::to_string(options.dim()); }
+
+Tensor Identity::forward(const Tensor& x) { return x; }
+
+Flatten::Flatten(const FlattenOptions& o) : Cloneable("Flatten"), options(o) {}
+// (d0, ..., d_start, ..., d_end, ...) -> (d0, ..., d_start·...·d_end, ...)
+Tensor Flatten::forward(const Tensor& x) {
+  if (!x.defined()) value_error("input is undefined");
+  return flatten(x, options.start_dim(), options.end_dim());
+}
+std::string Flatten::extra_repr() const {
+  return "start_dim=" + std::to_string(options.start_dim()) + ", end_dim=" + std::to_string(options.end_dim());
+}
 
 // ---- containers ------------------------------------------------------------------------------
 
@@ -141,6 +185,41 @@ Tensor Sequential::forward(const Tensor& x) {
   for (auto& m : items_) y = m->forward(y);
   return y;
 }
+
+Sequential& Sequential::extend(const Sequential& other) {
+  const auto modules = std::vector<ModuleHolder<UnaryModule>>(other.begin(), other.end());
+  for (const auto& m : modules) push_back(m.ptr());  // a copy first: other may be *this
+  return *this;
+}
+
+Sequential& Sequential::extend(const std::vector<std::shared_ptr<UnaryModule>>& modules) {
+  for (const auto& m : modules) push_back(m);
+  return *this;
+}
+
+std::shared_ptr<Module> Sequential::clone() const { return clone_into(std::make_shared<Sequential>()); }
+
+ModuleList& ModuleList::extend(const ModuleList& other) {
+  const auto modules = std::vector<ModuleHolder<Module>>(other.begin(), other.end());
+  for (const auto& m : modules) push_back(m.ptr());
+  return *this;
+}
+
+ModuleList& ModuleList::extend(const std::vector<std::shared_ptr<Module>>& modules) {
+  for (const auto& m : modules) push_back(m);
+  return *this;
+}
+
+size_t ModuleList::insert_position(int64_t index) const {
+  const auto n = static_cast<int64_t>(size());
+  if (index < -n || index > n)
+    throw IndexError(where() + ": insert index " + std::to_string(index) + " out of range for " +
+                     std::to_string(n) + " modules (expected [-" + std::to_string(n) + ", " +
+                     std::to_string(n) + "])");
+  return static_cast<size_t>(index < 0 ? index + n : index);
+}
+
+std::shared_ptr<Module> ModuleList::clone() const { return clone_into(std::make_shared<ModuleList>()); }
 
 }  // namespace nn
 }  // namespace tg

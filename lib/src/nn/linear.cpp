@@ -7,7 +7,7 @@
 namespace tg {
 namespace nn {
 
-Linear::Linear(const LinearOptions& o) : UnaryModule("Linear"), options(o) {
+Linear::Linear(const LinearOptions& o) : Cloneable("Linear"), options(o) {
   if (o.in_features() <= 0 || o.out_features() <= 0)
     value_error("in_features and out_features must be positive, got " +
                 std::to_string(o.in_features()) + " and " + std::to_string(o.out_features()));

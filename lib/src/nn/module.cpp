@@ -2,6 +2,7 @@
 #include <ostream>
 
 #include "tapegrad/nn/module.h"
+#include "tapegrad/nn/unary.h"
 
 namespace tg {
 namespace nn {
@@ -74,44 +75,60 @@ std::string Module::path() const {
   return out;
 }
 
-namespace {
-template <class Pick>
-void collect(const Module& m, const std::string& prefix, bool recurse, Pick pick,
-             std::vector<std::pair<std::string, Tensor>>& out) {
-  for (const auto& [name, t] : pick(m)) out.emplace_back(prefix + name, t);
+void Module::collect(const std::string& prefix, bool recurse, bool buffers,
+                     std::vector<std::pair<std::string, Tensor>>& out) const {
+  for (const auto& [name, t] : buffers ? buffers_ : params_) out.emplace_back(prefix + name, t);
   if (!recurse) return;
-  for (const auto& [name, c] : m.named_children()) collect(*c, prefix + name + ".", true, pick, out);
+  for (const auto& [name, c] : children_) c->collect(prefix + name + ".", true, buffers, out);
+}
+
+namespace {
+OrderedDict<Tensor> to_dict(std::vector<std::pair<std::string, Tensor>> pairs, const char* what) {
+  OrderedDict<Tensor> out(what);
+  for (auto& [n, t] : pairs) out.insert(std::move(n), std::move(t));
+  return out;
 }
 }  // namespace
 
-std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
+OrderedDict<Tensor> Module::named_parameters(bool recurse) const {
   std::vector<std::pair<std::string, Tensor>> out;
-  collect(*this, "", recurse, [](const Module& m) -> const auto& { return m.params_; }, out);
-  return out;
+  collect("", recurse, false, out);
+  return to_dict(std::move(out), "Parameter");
 }
 
-std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
+OrderedDict<Tensor> Module::named_buffers(bool recurse) const {
   std::vector<std::pair<std::string, Tensor>> out;
-  collect(*this, "", recurse, [](const Module& m) -> const auto& { return m.buffers_; }, out);
-  return out;
+  collect("", recurse, true, out);
+  return to_dict(std::move(out), "Buffer");
 }
 
 std::vector<Tensor> Module::parameters(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> named;
+  collect("", recurse, false, named);
   std::vector<Tensor> out;
-  for (auto& [n, t] : named_parameters(recurse)) out.push_back(t);
+  for (auto& [n, t] : named) out.push_back(t);
   return out;
 }
 
 std::vector<Tensor> Module::buffers(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> named;
+  collect("", recurse, true, named);
   std::vector<Tensor> out;
-  for (auto& [n, t] : named_buffers(recurse)) out.push_back(t);
+  for (auto& [n, t] : named) out.push_back(t);
   return out;
 }
 
 std::vector<std::pair<std::string, Tensor>> Module::named_state() const {
-  auto out = named_parameters();
-  for (auto& b : named_buffers()) out.push_back(b);
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect("", true, false, out);
+  collect("", true, true, out);
   return out;
+}
+
+OrderedDict<Tensor> Module::state_dict() const {
+  auto state = named_state();
+  for (auto& [n, t] : state) t = t.detach();  // aliases cut from the tape, as PyTorch's
+  return to_dict(std::move(state), "Key");
 }
 
 std::vector<std::shared_ptr<Module>> Module::children() const {
@@ -120,17 +137,19 @@ std::vector<std::shared_ptr<Module>> Module::children() const {
   return out;
 }
 
-std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_children() const {
-  return children_;
+OrderedDict<std::shared_ptr<Module>> Module::named_children() const {
+  OrderedDict<std::shared_ptr<Module>> out("Module");
+  for (const auto& [n, c] : children_) out.insert(n, c);
+  return out;
 }
 
-std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_modules() {
-  std::vector<std::pair<std::string, std::shared_ptr<Module>>> out;
+OrderedDict<std::shared_ptr<Module>> Module::named_modules() {
+  OrderedDict<std::shared_ptr<Module>> out("Module");
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> stack{{"", shared_from_this()}};
   while (!stack.empty()) {
     auto [prefix, m] = stack.back();
     stack.pop_back();
-    out.emplace_back(prefix, m);
+    out.insert(prefix, m);
     for (auto it = m->children_.rbegin(); it != m->children_.rend(); ++it)
       stack.emplace_back(prefix.empty() ? it->first : prefix + "." + it->first, it->second);
   }
@@ -172,6 +191,78 @@ void Module::type_mismatch(size_t i, const Module& m) const {
   value_error("module " + std::to_string(i) + " is an nn::" + m.type_name() +
               ", not the type asked for");
 }
+
+void Module::move_child_and_renumber(size_t from, size_t to) {
+  check_index(from, children_.size());
+  check_index(to, children_.size());
+  auto child = std::move(children_[from]);
+  children_.erase(children_.begin() + static_cast<std::ptrdiff_t>(from));
+  children_.insert(children_.begin() + static_cast<std::ptrdiff_t>(to), std::move(child));
+  for (size_t i = 0; i < children_.size(); ++i) {
+    children_[i].first = std::to_string(i);
+    if (children_[i].second->parent_ == this) children_[i].second->name_ = children_[i].first;
+  }
+}
+
+std::shared_ptr<Module> Module::clone() const {
+  throw ValueError("clone() has not been implemented for " + type_name_ +
+                   ". Subclass tg::nn::Cloneable<" + type_name_ +
+                   "> instead of tg::nn::Module to inherit the ability to clone");
+}
+
+namespace impl {
+
+void copy_module_state(const Module& from, Module& to, const std::string& who) {
+  // Structure first, so a mismatch changes nothing.
+  const auto src = from.named_state(), dst = to.named_state();
+  auto fail = [&](const std::string& what) {
+    throw ValueError(who + ": the module built afresh does not have the original's structure (" +
+                     what + "); a module that adds parameters, buffers or submodules after its "
+                     "constructor cannot be cloned this way");
+  };
+  if (src.size() != dst.size())
+    fail(std::to_string(src.size()) + " parameters and buffers, the new one has " + std::to_string(dst.size()));
+  for (size_t i = 0; i < src.size(); ++i) {
+    if (src[i].first != dst[i].first) fail("'" + src[i].first + "' where the new one has '" + dst[i].first + "'");
+    if (src[i].second.shape() != dst[i].second.shape())
+      fail(src[i].first + " is " + to_string(src[i].second.shape()) + ", the new one's " +
+           to_string(dst[i].second.shape()));
+  }
+  // Training flags, module by module, parents before children (as named_modules orders them).
+  std::vector<std::pair<const Module*, Module*>> stack{{&from, &to}};
+  std::vector<std::pair<const Module*, Module*>> pairs;
+  while (!stack.empty()) {
+    auto [a, b] = stack.back();
+    stack.pop_back();
+    if (a->children_.size() != b->children_.size()) fail("the submodules of " + a->where() + " differ");
+    pairs.emplace_back(a, b);
+    for (size_t i = 0; i < a->children_.size(); ++i)
+      stack.emplace_back(a->children_[i].second.get(), b->children_[i].second.get());
+  }
+  NoGradGuard no_grad;  // values are copied as an optimizer writes them: in place, not recorded
+  for (size_t i = 0; i < src.size(); ++i) {
+    const Tensor& d = dst[i].second;
+    d.copy_(src[i].second);
+    if (d.is_leaf()) d.requires_grad_(src[i].second.requires_grad());
+  }
+  for (auto& [a, b] : pairs) b->training_ = a->training_;
+}
+
+Tensor forward_as_unary(Module& m, const Tensor& x) {
+  auto* unary = dynamic_cast<UnaryModule*>(&m);
+  if (!unary)
+    throw ValueError(m.where() + ": called as a tensor -> tensor module, but an nn::" + m.type_name() +
+                     " is not one (not derived from nn::UnaryModule); cast it to its type: "
+                     "list->at<" + m.type_name() + ">(i)->forward(...)");
+  return unary->forward(x);
+}
+
+void throw_empty_holder(const char* what) {
+  throw ValueError(std::string("calling an empty module holder (") + what +
+                   "): assign it a module first, e.g. from register_module");
+}
+
+}  // namespace impl
 
 ModuleScope Module::scope() const {
   return ModuleScope(is_anomaly_enabled() ? where() : std::string());

@@ -60,7 +60,7 @@ std::string sizes_signature(int64_t in, int64_t hidden) {
 
 // ---- RNNCell -----------------------------------------------------------------------------------
 
-RNNCell::RNNCell(const RNNCellOptions& o) : Module("RNNCell"), options(o) {
+RNNCell::RNNCell(const RNNCellOptions& o) : Cloneable("RNNCell"), options(o) {
   check_sizes(*this, o.input_size(), o.hidden_size());
   if (o.nonlinearity() != "tanh" && o.nonlinearity() != "relu")
     value_error("nonlinearity must be \"tanh\" or \"relu\", got \"" + o.nonlinearity() + "\"");
@@ -118,7 +118,7 @@ std::string cell_repr(const LSTMCellOptions& o) {
 }
 }  // namespace
 
-LSTMCell::LSTMCell(const LSTMCellOptions& o) : Module("LSTMCell"), options(o) {
+LSTMCell::LSTMCell(const LSTMCellOptions& o) : Cloneable("LSTMCell"), options(o) {
   register_cell(*this, 4, o, weight_ih, weight_hh, bias_ih, bias_hh);
   reset_parameters();
 }
@@ -141,7 +141,7 @@ LSTMState LSTMCell::forward(const Tensor& x, const LSTMState& state) const {
 std::string LSTMCell::extra_repr() const { return cell_repr(options); }
 std::string LSTMCell::signature() const { return sizes_signature(options.input_size(), options.hidden_size()); }
 
-GRUCell::GRUCell(const GRUCellOptions& o) : Module("GRUCell"), options(o) {
+GRUCell::GRUCell(const GRUCellOptions& o) : Cloneable("GRUCell"), options(o) {
   register_cell(*this, 3, o, weight_ih, weight_hh, bias_ih, bias_hh);
   reset_parameters();
 }
@@ -280,7 +280,7 @@ std::string RNNBase::extra_repr() const {
 std::string RNNBase::signature() const { return sizes_signature(options.input_size(), options.hidden_size()); }
 
 RNN::RNN(const RNNOptions& o)
-    : RNNBase("RNN", o.nonlinearity() == "relu" ? Kind::Relu : Kind::Tanh, o) {
+    : Cloneable("RNN", o.nonlinearity() == "relu" ? Kind::Relu : Kind::Tanh, o) {
   if (o.nonlinearity() != "tanh" && o.nonlinearity() != "relu")
     value_error("nonlinearity must be \"tanh\" or \"relu\", got \"" + o.nonlinearity() + "\"");
 }
@@ -290,7 +290,7 @@ RNNOutput RNN::forward(const Tensor& x, const Tensor& h0) const {
   return run_hidden(x, h0);
 }
 
-LSTM::LSTM(const LSTMOptions& o) : RNNBase("LSTM", Kind::LSTM, o) {}
+LSTM::LSTM(const LSTMOptions& o) : Cloneable("LSTM", Kind::LSTM, o) {}
 
 LSTMOutput LSTM::forward(const Tensor& x, const LSTMState& s) const {
   const auto scope = this->scope();  // names this module in anomaly reports
@@ -303,7 +303,7 @@ LSTMOutput LSTM::forward(const Tensor& x, const LSTMState& s) const {
   return r;
 }
 
-GRU::GRU(const GRUOptions& o) : RNNBase("GRU", Kind::GRU, o) {}
+GRU::GRU(const GRUOptions& o) : Cloneable("GRU", Kind::GRU, o) {}
 
 RNNOutput GRU::forward(const Tensor& x, const Tensor& h0) const {
   const auto scope = this->scope();  // names this module in anomaly reports

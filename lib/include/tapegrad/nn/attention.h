@@ -17,6 +17,7 @@
 
 #include "tapegrad/arg.h"
 #include "tapegrad/nn/kv_cache.h"
+#include "tapegrad/nn/cloneable.h"
 #include "tapegrad/nn/layers.h"
 #include "tapegrad/nn/linear.h"
 #include "tapegrad/nn/unary.h"
@@ -61,7 +62,7 @@ struct AttentionOutput {
 /// softmax(Q_h K_hᵀ/√Dh + masks) V_h for each head h, concatenated, then out_proj. Batch-first.
 /// A query row whose keys are all masked gives zero weights and a zero attention result (so
 /// the output row is out_proj's bias); PyTorch gives NaN there.
-class MultiheadAttention : public Module {
+class MultiheadAttention : public Cloneable<MultiheadAttention> {
  public:
   explicit MultiheadAttention(const MultiheadAttentionOptions& options);
   MultiheadAttention(int64_t embed_dim, int64_t num_heads)
@@ -101,7 +102,7 @@ struct FeedForwardOptions {
 };
 
 /// fc2(dropout(act(fc1(x)))): (..., C) -> (..., F) -> (..., C). Submodules fc1 (C→F), fc2 (F→C).
-class FeedForward : public UnaryModule {
+class FeedForward : public Cloneable<FeedForward, UnaryModule> {
  public:
   explicit FeedForward(const FeedForwardOptions& options);
   FeedForward(int64_t d_model, int64_t d_ff) : FeedForward(FeedForwardOptions(d_model, d_ff)) {}
@@ -135,9 +136,11 @@ struct TransformerBlockOptions {
 
 /// Pre-LN: x = x + dropout(attn(ln1(x))), then x = x + dropout(ffn(ln2(x))).
 /// Submodules ln1, attn (self-attention), ln2, ffn.
-class TransformerBlock : public UnaryModule {
+class TransformerBlock : public Cloneable<TransformerBlock, UnaryModule> {
  public:
   explicit TransformerBlock(const TransformerBlockOptions& options);
+  TransformerBlock(int64_t d_model, int64_t num_heads, int64_t d_ff)
+      : TransformerBlock(TransformerBlockOptions(d_model, num_heads, d_ff)) {}
 
   /// (B, T, C) -> (B, T, C), no mask.
   Tensor forward(const Tensor& x) override;

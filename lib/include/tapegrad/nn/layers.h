@@ -1,6 +1,6 @@
 #pragma once
-// The simple layers: Embedding, LayerNorm, Dropout, the activation modules, and the
-// containers Sequential and ModuleList.
+// The simple layers: Embedding, LayerNorm, Dropout, Identity, Flatten, the activation and
+// softmax modules, and the containers Sequential and ModuleList.
 //
 // Legend: S = any shape of ids, V = vocabulary size, C = channels/features, N... = the
 // trailing normalized_shape.
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tapegrad/arg.h"
+#include "tapegrad/nn/cloneable.h"
 #include "tapegrad/nn/module.h"
 #include "tapegrad/nn/unary.h"
 
@@ -29,12 +30,24 @@ struct EmbeddingOptions {
   TG_ARG(std::optional<int64_t>, padding_idx);
 };
 
+struct EmbeddingFromPretrainedOptions {
+  /// Keep the weight fixed (requires_grad false), as PyTorch's default.
+  TG_ARG(bool, freeze) = true;
+  /// The row that gets no gradient (its values are kept as given); negative counts from the end.
+  TG_ARG(std::optional<int64_t>, padding_idx);
+};
+
 /// A lookup table: weight (V, C), initialised N(0, 1) with the padding row zeroed.
-class Embedding : public Module {
+class Embedding : public Cloneable<Embedding> {
  public:
   explicit Embedding(const EmbeddingOptions& options);
   Embedding(int64_t num_embeddings, int64_t embedding_dim)
       : Embedding(EmbeddingOptions(num_embeddings, embedding_dim)) {}
+  /// An Embedding whose weight is `embeddings` (V, C) (sharing its storage, as PyTorch);
+  /// tg::ShapeError unless 2-D. Draws no random numbers.
+  static std::shared_ptr<Embedding> from_pretrained(
+      const Tensor& embeddings,
+      const EmbeddingFromPretrainedOptions& options = EmbeddingFromPretrainedOptions());
 
   /// ids (S...) -> (S..., C). An id outside [0, V) throws tg::IndexError naming this module.
   Tensor forward(const Indices& ids) const;
@@ -50,6 +63,9 @@ class Embedding : public Module {
 
   EmbeddingOptions options;  // padding_idx normalised to [0, V) (or empty)
   Tensor weight;             // (V, C)
+
+ private:
+  Embedding(const EmbeddingOptions& options, const Tensor& pretrained);
 };
 
 // ---- LayerNorm -------------------------------------------------------------------------------
@@ -64,10 +80,12 @@ struct LayerNormOptions {
 };
 
 /// y = (x - mean) / √(var + eps) · weight + bias over the trailing dims (biased variance).
-class LayerNorm : public UnaryModule {
+class LayerNorm : public Cloneable<LayerNorm, UnaryModule> {
  public:
   explicit LayerNorm(const LayerNormOptions& options);
   explicit LayerNorm(int64_t normalized_dim) : LayerNorm(LayerNormOptions({normalized_dim})) {}
+  /// LayerNorm({3, 4}): over the last two dims.
+  explicit LayerNorm(Shape normalized_shape) : LayerNorm(LayerNormOptions(std::move(normalized_shape))) {}
 
   /// (..., N...) -> (..., N...)
   Tensor forward(const Tensor& x) override;
@@ -92,7 +110,7 @@ struct DropoutOptions {
 
 /// In training, zeroes each element with probability p and scales the rest by 1/(1-p);
 /// the identity in eval mode. p must be in [0, 1] (tg::ValueError otherwise).
-class Dropout : public UnaryModule {
+class Dropout : public Cloneable<Dropout, UnaryModule> {
  public:
   explicit Dropout(const DropoutOptions& options = DropoutOptions());
   explicit Dropout(float p) : Dropout(DropoutOptions(p)) {}
@@ -107,23 +125,23 @@ class Dropout : public UnaryModule {
 // ---- activations -----------------------------------------------------------------------------
 
 /// max(x, 0). (...) -> (...)
-class ReLU : public UnaryModule {
+class ReLU : public Cloneable<ReLU, UnaryModule> {
  public:
-  ReLU() : UnaryModule("ReLU") {}
+  ReLU() : Cloneable("ReLU") {}
   Tensor forward(const Tensor& x) override;
 };
 
 /// tanh(x). (...) -> (...)
-class Tanh : public UnaryModule {
+class Tanh : public Cloneable<Tanh, UnaryModule> {
  public:
-  Tanh() : UnaryModule("Tanh") {}
+  Tanh() : Cloneable("Tanh") {}
   Tensor forward(const Tensor& x) override;
 };
 
 /// 1 / (1 + e^-x). (...) -> (...)
-class Sigmoid : public UnaryModule {
+class Sigmoid : public Cloneable<Sigmoid, UnaryModule> {
  public:
-  Sigmoid() : UnaryModule("Sigmoid") {}
+  Sigmoid() : Cloneable("Sigmoid") {}
   Tensor forward(const Tensor& x) override;
 };
 
@@ -133,7 +151,7 @@ struct GELUOptions {
 };
 
 /// x · Φ(x). (...) -> (...)
-class GELU : public UnaryModule {
+class GELU : public Cloneable<GELU, UnaryModule> {
  public:
   explicit GELU(const GELUOptions& options = GELUOptions());
   Tensor forward(const Tensor& x) override;
@@ -142,24 +160,82 @@ class GELU : public UnaryModule {
   GELUOptions options;
 };
 
+// ---- softmax, shapes ------------------------------------------------------------------------
+
+struct SoftmaxOptions {
+  SoftmaxOptions(int64_t dim) : dim_(dim) {}  // NOLINT: implicit, so Softmax(1) reads well
+  /// The dim whose entries sum to 1; negative counts from the end.
+  TG_ARG(int64_t, dim);
+};
+using LogSoftmaxOptions = SoftmaxOptions;
+
+/// exp(x_i) / Σ_j exp(x_j) along dim. (...) -> (...)
+class Softmax : public Cloneable<Softmax, UnaryModule> {
+ public:
+  explicit Softmax(const SoftmaxOptions& options);
+  explicit Softmax(int64_t dim) : Softmax(SoftmaxOptions(dim)) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  SoftmaxOptions options;
+};
+
+/// x_i - log Σ_j exp(x_j) along dim. (...) -> (...)
+class LogSoftmax : public Cloneable<LogSoftmax, UnaryModule> {
+ public:
+  explicit LogSoftmax(const LogSoftmaxOptions& options);
+  explicit LogSoftmax(int64_t dim) : LogSoftmax(LogSoftmaxOptions(dim)) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  LogSoftmaxOptions options;
+};
+
+/// Returns its input (the same tensor). (...) -> (...)
+class Identity : public Cloneable<Identity, UnaryModule> {
+ public:
+  Identity() : Cloneable("Identity") {}
+  Tensor forward(const Tensor& x) override;
+};
+
+struct FlattenOptions {
+  /// PyTorch's defaults: every dim but the batch dim.
+  TG_ARG(int64_t, start_dim) = 1;
+  TG_ARG(int64_t, end_dim) = -1;
+};
+
+/// Merges dims start_dim..end_dim (negative counts from the end) into one:
+/// (B, C, H, W) -> (B, C·H·W) with the defaults. A view when it can be, as tg::flatten.
+class Flatten : public Cloneable<Flatten, UnaryModule> {
+ public:
+  explicit Flatten(const FlattenOptions& options = FlattenOptions());
+  Flatten(int64_t start_dim, int64_t end_dim = -1)
+      : Flatten(FlattenOptions().start_dim(start_dim).end_dim(end_dim)) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  FlattenOptions options;
+};
+
 // ---- containers ------------------------------------------------------------------------------
 
 /// What Sequential and ModuleList share: modules kept in order, each registered under a name
-/// of its own, with bounds-checked and typed access. Item is the type they all have.
+/// of its own, with bounds-checked and typed access. Item is the type they all have; items
+/// are callable holders (list[i](x)).
 template <class Base, class Item>
 class ModuleSequence : public Base {
  public:
   size_t size() const { return items_.size(); }
   bool empty() const { return items_.empty(); }
   /// The i-th module; tg::IndexError if out of range.
-  std::shared_ptr<Item> operator[](size_t i) const {
+  ModuleHolder<Item> operator[](size_t i) const {
     this->check_index(i, items_.size());
     return items_[i];
   }
   /// The i-th module as an M; tg::ValueError if it is not one.
   template <class M>
-  std::shared_ptr<M> at(size_t i) const {
-    auto m = std::dynamic_pointer_cast<M>((*this)[i]);
+  ModuleHolder<M> at(size_t i) const {
+    auto m = std::dynamic_pointer_cast<M>((*this)[i].ptr());
     if (!m) this->type_mismatch(i, *items_[i]);
     return m;
   }
@@ -170,13 +246,22 @@ class ModuleSequence : public Base {
   explicit ModuleSequence(std::string type_name) : Base(std::move(type_name)) {}
   /// Registers `module` under `name` and appends it.
   template <class M>
-  std::shared_ptr<M> append(const std::string& name, std::shared_ptr<M> module) {
+  ModuleHolder<M> append(const std::string& name, std::shared_ptr<M> module) {
     this->register_module(name, module);
     items_.push_back(module);
     return module;
   }
+  /// Copies of every item (item->clone()) under the same names, into `copy`.
+  template <class Sequence>
+  std::shared_ptr<Sequence> clone_into(std::shared_ptr<Sequence> copy) const {
+    copy->train(this->is_training());  // while empty: the items keep their own flags
+    const auto names = this->named_children();
+    for (size_t i = 0; i < items_.size(); ++i)
+      copy->append(names[i].first, std::dynamic_pointer_cast<Item>(items_[i]->clone()));
+    return copy;
+  }
 
-  std::vector<std::shared_ptr<Item>> items_;
+  std::vector<ModuleHolder<Item>> items_;
 };
 
 /// Tensor -> tensor modules applied in order, registered as "0", "1", ... (as in PyTorch), or
@@ -195,23 +280,30 @@ class Sequential : public ModuleSequence<UnaryModule, UnaryModule> {
 
   /// Appends under the name "<size()>" and returns the module.
   template <class M>
-  std::shared_ptr<M> push_back(std::shared_ptr<M> module) {
+  ModuleHolder<M> push_back(std::shared_ptr<M> module) {
     return push_back(std::to_string(size()), std::move(module));
   }
   /// Appends under a name of your own.
   template <class M>
-  std::shared_ptr<M> push_back(const std::string& name, std::shared_ptr<M> module) {
+  ModuleHolder<M> push_back(const std::string& name, std::shared_ptr<M> module) {
     static_assert(std::is_base_of<UnaryModule, M>::value,
                   "Sequential holds tensor -> tensor modules (derived from nn::UnaryModule)");
     return append(name, std::move(module));
   }
+  /// Appends every module of `other` (the same modules, not copies) under the names
+  /// "<size()>", ..., as PyTorch's Sequential.extend.
+  Sequential& extend(const Sequential& other);
+  Sequential& extend(const std::vector<std::shared_ptr<UnaryModule>>& modules);
 
   /// x -> modules[n-1](...modules[0](x))
   Tensor forward(const Tensor& x) override;
+  /// A Sequential of every item's clone(), under the same names.
+  std::shared_ptr<Module> clone() const override;
 };
 
 /// A list of modules of any kind, registered as "0", "1", ... so their parameters are named
-/// "0.weight", "1.weight", ... It has no forward: the owner loops over it.
+/// "0.weight", "1.weight", ... It has no forward: the owner loops over it, and an item called
+/// as item(x) runs its tensor -> tensor forward (tg::ValueError if it has none).
 class ModuleList : public ModuleSequence<Module, Module> {
  public:
   ModuleList() : ModuleSequence("ModuleList") {}
@@ -222,9 +314,30 @@ class ModuleList : public ModuleSequence<Module, Module> {
 
   /// Appends under the name "<size()>" and returns the module.
   template <class M>
-  std::shared_ptr<M> push_back(std::shared_ptr<M> module) {
+  ModuleHolder<M> push_back(std::shared_ptr<M> module) {
     return append(std::to_string(size()), std::move(module));
   }
+  /// Appends every module of `other` (the same modules, not copies), as PyTorch's extend.
+  ModuleList& extend(const ModuleList& other);
+  ModuleList& extend(const std::vector<std::shared_ptr<Module>>& modules);
+  /// Inserts `module` before position `index` (negative counts from the end, as Python's
+  /// list.insert; index in [-size(), size()], tg::IndexError otherwise) and renames the
+  /// items "0", "1", ... in their new order.
+  template <class M>
+  ModuleHolder<M> insert(int64_t index, std::shared_ptr<M> module) {
+    const size_t pos = insert_position(index);
+    auto held = push_back(std::move(module));
+    move_child_and_renumber(items_.size() - 1, pos);
+    ModuleHolder<Module> last = items_.back();
+    items_.pop_back();
+    items_.insert(items_.begin() + static_cast<std::ptrdiff_t>(pos), last);
+    return held;
+  }
+  /// A ModuleList of every item's clone(), under the same names.
+  std::shared_ptr<Module> clone() const override;
+
+ private:
+  size_t insert_position(int64_t index) const;
 };
 
 }  // namespace nn

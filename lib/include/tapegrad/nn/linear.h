@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "tapegrad/arg.h"
+#include "tapegrad/nn/cloneable.h"
 #include "tapegrad/nn/module.h"
 #include "tapegrad/nn/unary.h"
 
@@ -19,7 +20,7 @@ struct LinearOptions {
   TG_ARG(bool, bias) = true;
 };
 
-class Linear : public UnaryModule {
+class Linear : public Cloneable<Linear, UnaryModule> {
  public:
   explicit Linear(const LinearOptions& options);
   Linear(int64_t in_features, int64_t out_features) : Linear(LinearOptions(in_features, out_features)) {}

@@ -19,10 +19,20 @@
 #include <vector>
 
 #include "tapegrad/autograd.h"
+#include "tapegrad/nn/holder.h"
+#include "tapegrad/nn/ordered_dict.h"
 #include "tapegrad/tensor.h"
 
 namespace tg {
 namespace nn {
+
+class Module;
+namespace impl {
+/// Copies from's parameter and buffer values (and requires_grad) into `to`, whose structure
+/// must be the same (names and shapes; tg::ValueError naming `who` otherwise), and every
+/// submodule's training flag. What Cloneable::clone does after building a fresh module.
+void copy_module_state(const Module& from, Module& to, const std::string& who);
+}  // namespace impl
 
 class Module : public std::enable_shared_from_this<Module> {
  public:
@@ -35,25 +45,37 @@ class Module : public std::enable_shared_from_this<Module> {
   Tensor register_parameter(const std::string& name, Tensor t, bool requires_grad = true);
   /// Adds a buffer: state saved with the module that is not trained (running stats, masks).
   Tensor register_buffer(const std::string& name, Tensor t);
-  /// Adds a submodule and returns it; its path becomes "<this path>.<name>".
+  /// Adds a submodule and returns it as a callable holder (fc1(x)); its path becomes
+  /// "<this path>.<name>".
   template <class M>
-  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+  ModuleHolder<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     add_child(name, module);
     return module;
   }
 
   /// Parameters of this module and (if recurse) all submodules, in registration order.
   std::vector<Tensor> parameters(bool recurse = true) const;
-  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
+  /// By dotted name: named_parameters()["fc1.weight"], .contains(name), .find(name).
+  OrderedDict<Tensor> named_parameters(bool recurse = true) const;
   std::vector<Tensor> buffers(bool recurse = true) const;
-  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
+  OrderedDict<Tensor> named_buffers(bool recurse = true) const;
   /// Parameters then buffers: everything a checkpoint of this module holds.
   std::vector<std::pair<std::string, Tensor>> named_state() const;
+  /// Parameters then buffers by dotted name, as PyTorch's state_dict(): detached aliases
+  /// (writing one writes the module). tg::load_state_dict (checkpoint.h) loads one back.
+  OrderedDict<Tensor> state_dict() const;
   /// Direct submodules.
   std::vector<std::shared_ptr<Module>> children() const;
-  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
+  OrderedDict<std::shared_ptr<Module>> named_children() const;
   /// This module (name "") and every descendant, depth first.
-  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_modules();
+  OrderedDict<std::shared_ptr<Module>> named_modules();
+
+  /// A deep copy: parameters and buffers in new storage (values and requires_grad, no
+  /// gradients), submodules, training flags; nothing shared with this module or its tape.
+  /// The built-in modules have it; a module of yours gains it by deriving from
+  /// tg::nn::Cloneable<YourModule> (cloneable.h) instead of Module. Here it throws
+  /// tg::ValueError, as LibTorch.
+  virtual std::shared_ptr<Module> clone() const;
   /// A parameter or buffer by its dotted name (e.g. "blocks.0.ln1.weight"); throws
   /// tg::IndexError naming the closest container if there is none.
   Tensor find(const std::string& dotted_name) const;
@@ -94,11 +116,17 @@ class Module : public std::enable_shared_from_this<Module> {
   void check_index(size_t i, size_t n) const;
   /// For containers: tg::ValueError saying that module i (`m`) is not the type asked for.
   [[noreturn]] void type_mismatch(size_t i, const Module& m) const;
+  /// For containers: moves child `from` to position `to` and renames the children "0", "1", ...
+  void move_child_and_renumber(size_t from, size_t to);
 
  private:
+  friend void impl::copy_module_state(const Module& from, Module& to, const std::string& who);
   void add_child(const std::string& name, std::shared_ptr<Module> child);
 
   void check_name(const std::string& name, const char* kind) const;
+  /// Appends (prefix + dotted name, tensor) of the parameters (or buffers), depth first.
+  void collect(const std::string& prefix, bool recurse, bool buffers,
+               std::vector<std::pair<std::string, Tensor>>& out) const;
   void repr_into(std::string& out, int indent) const;
 
   std::string type_name_;

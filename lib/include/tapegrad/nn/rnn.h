@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "tapegrad/arg.h"
+#include "tapegrad/nn/cloneable.h"
 #include "tapegrad/nn/linear.h"
 #include "tapegrad/nn/module.h"
 
@@ -49,7 +50,7 @@ struct RNNCellOptions {
 };
 
 /// The Elman cell of our notes: h' = tanh(i2h(x) + h2h(h)), with two Linear submodules.
-class RNNCell : public Module {
+class RNNCell : public Cloneable<RNNCell> {
  public:
   explicit RNNCell(const RNNCellOptions& options);
   RNNCell(int64_t input_size, int64_t hidden_size) : RNNCell(RNNCellOptions(input_size, hidden_size)) {}
@@ -82,7 +83,7 @@ struct LSTMState {
   Tensor c;
 };
 
-class LSTMCell : public Module {
+class LSTMCell : public Cloneable<LSTMCell> {
  public:
   explicit LSTMCell(const LSTMCellOptions& options);
   LSTMCell(int64_t input_size, int64_t hidden_size) : LSTMCell(LSTMCellOptions(input_size, hidden_size)) {}
@@ -101,7 +102,7 @@ class LSTMCell : public Module {
   Tensor bias_hh;    // (4H)
 };
 
-class GRUCell : public Module {
+class GRUCell : public Cloneable<GRUCell> {
  public:
   explicit GRUCell(const GRUCellOptions& options);
   GRUCell(int64_t input_size, int64_t hidden_size) : GRUCell(GRUCellOptions(input_size, hidden_size)) {}
@@ -184,7 +185,7 @@ class RNNBase : public Module {
 
 /// Elman RNN over a sequence: x (T, B, C) [or (B, T, C), or unbatched (T, C)],
 /// h0 (L, B, H) or undefined (zeros) -> {output (T, B, H), h_n (L, B, H)}.
-class RNN : public RNNBase {
+class RNN : public Cloneable<RNN, RNNBase> {
  public:
   explicit RNN(const RNNOptions& options);
   RNN(int64_t input_size, int64_t hidden_size) : RNN(RNNOptions(input_size, hidden_size)) {}
@@ -193,7 +194,7 @@ class RNN : public RNNBase {
 
 /// x (T, B, C), state {h0, c0} each (L, B, H) or undefined ->
 /// {output (T, B, H), h_n (L, B, H), c_n (L, B, H)}.
-class LSTM : public RNNBase {
+class LSTM : public Cloneable<LSTM, RNNBase> {
  public:
   explicit LSTM(const LSTMOptions& options);
   LSTM(int64_t input_size, int64_t hidden_size) : LSTM(LSTMOptions(input_size, hidden_size)) {}
@@ -201,7 +202,7 @@ class LSTM : public RNNBase {
 };
 
 /// x (T, B, C), h0 (L, B, H) or undefined -> {output (T, B, H), h_n (L, B, H)}.
-class GRU : public RNNBase {
+class GRU : public Cloneable<GRU, RNNBase> {
  public:
   explicit GRU(const GRUOptions& options);
   GRU(int64_t input_size, int64_t hidden_size) : GRU(GRUOptions(input_size, hidden_size)) {}
