@@ -27,10 +27,39 @@ struct AttentionShape {
 };
 
 /// The kernel. Shapes of q, k, v must already fit `s`; the mask is checked here (it must
-/// broadcast to lead + (Tq, Tk)).
+/// broadcast to lead + (Tq, Tk)). Causal attention without dropout, returned weights or a
+/// mask that needs a gradient runs the fused causal kernel (causal_attention); everything
+/// else, the reference kernel (reference_attention).
 Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, const Tensor& v,
                  const AttnMask& mask, bool is_causal, float dropout_p, bool training,
                  Tensor* weights);
+
+/// The reference kernel: the whole (Tq, Tk) score matrix of every head, softmax over it, and
+/// P saved for the backward. Handles every case. The mask must be contiguous.
+Tensor reference_attention(const AttentionShape& s, const Tensor& q, const Tensor& k,
+                           const Tensor& v, const AttnMask& mask, bool is_causal, float dropout_p,
+                           bool training, Tensor* weights);
+
+/// The fused causal kernel (FlashAttention's tiling): tiles of kAttnBlockQ queries by
+/// kAttnBlockK keys, none above the diagonal, an online softmax; saves q, k, v, the output and
+/// each row's logsumexp (no Tq × Tk matrix), and recomputes the tiles in the backward. No
+/// dropout and no weights; the mask (contiguous) may not need a gradient.
+Tensor causal_attention(const AttentionShape& s, const Tensor& q, const Tensor& k,
+                        const Tensor& v, const AttnMask& mask);
+constexpr int64_t kAttnBlockQ = 64, kAttnBlockK = 64;
+
+/// While one is alive, attention() on this thread runs the reference kernel even where the
+/// fused causal one applies: tests compare the two, benchmarks time both.
+class ReferenceAttentionScope {
+ public:
+  ReferenceAttentionScope();
+  ~ReferenceAttentionScope();
+  ReferenceAttentionScope(const ReferenceAttentionScope&) = delete;
+  ReferenceAttentionScope& operator=(const ReferenceAttentionScope&) = delete;
+
+ private:
+  bool previous_;
+};
 
 }  // namespace detail
 }  // namespace tg
