@@ -2,7 +2,7 @@
 // is the PyTorch twin (the same models, shapes, optimizers and step counts);
 // bench/run_benchmarks.sh runs both, interleaved, and prints the table.
 //
-//   workloads <w1|w2b1|w2b32|w3|w4> [--threads N] [--steps S] [--warmup W] [--reps R]
+//   workloads <w1|w2b1|w2b32|w3|w4|w5> [--threads N] [--steps S] [--warmup W] [--reps R]
 //
 // --threads N calls tg::set_num_threads(N) (tapegrad's own threads, OpenBLAS single-threaded);
 // --threads 0 leaves the products to OpenBLAS's own threads (OPENBLAS_NUM_THREADS).
@@ -13,6 +13,8 @@
 //   w3     GPT-style LM: vocab 65, d_model 128, 4 heads, 2 pre-LN blocks, d_ff 512, GELU,
 //          T = 64, batch 16, token + position embeddings, causal, final LayerNorm, Linear
 //          head, cross-entropy over every position, AdamW lr 3e-4 (weight decay 0.01)
+//   w5     the same GPT-style LM, larger: d_model 384, 6 heads, 4 pre-LN blocks, d_ff 1536,
+//          T = 128, batch 8 (vocab 65, AdamW lr 3e-4 as W3)
 //   w4     Linear 1024→1024 (bias) at batch 256, forward and backward (dx, dW, db) with an
 //          upstream gradient of ones; no optimizer. Also times the three products through
 //          raw sgemm calls (same shapes and transposes, straight into the OpenBLAS that
@@ -205,8 +207,9 @@ Timing w2(const Args& a, int64_t B, float& loss_out) {
 // ---- W3: GPT-style LM ------------------------------------------------------------------------
 // The model is bench::TinyGPT (bench/tiny_gpt.h), shared with the data-parallel benchmark.
 
-Timing w3(const Args& a, float& loss_out) {
-  constexpr int64_t V = 65, C = 128, NH = 4, L = 2, F = 512, T = 64, B = 16;
+/// One AdamW training step of bench::TinyGPT on a fixed random batch, timed.
+Timing gpt(const Args& a, float& loss_out, int64_t V, int64_t C, int64_t NH, int64_t L, int64_t F,
+           int64_t T, int64_t B, int steps, int warmup, int reps) {
   auto model = std::make_shared<bench::TinyGPT>(V, T, C, NH, L, F);
   tg::optim::AdamW opt(model->parameters(), tg::optim::AdamWOptions(3e-4));
   const tg::Indices ids = class_ids(B * T, V, {B, T});
@@ -219,8 +222,20 @@ Timing w3(const Args& a, float& loss_out) {
     opt.step();
     loss_out = loss.item();
   };
-  return time_steps(step, a.steps ? a.steps : 10, a.warmup >= 0 ? a.warmup : 3,
-                    a.reps ? a.reps : 5);
+  return time_steps(step, a.steps ? a.steps : steps, a.warmup >= 0 ? a.warmup : warmup,
+                    a.reps ? a.reps : reps);
+}
+
+Timing w3(const Args& a, float& loss_out) {
+  return gpt(a, loss_out, /*V=*/65, /*C=*/128, /*NH=*/4, /*L=*/2, /*F=*/512, /*T=*/64, /*B=*/16,
+             /*steps=*/10, /*warmup=*/3, /*reps=*/5);
+}
+
+// ---- W5: a larger GPT-style LM ---------------------------------------------------------------
+
+Timing w5(const Args& a, float& loss_out) {
+  return gpt(a, loss_out, /*V=*/65, /*C=*/384, /*NH=*/6, /*L=*/4, /*F=*/1536, /*T=*/128, /*B=*/8,
+             /*steps=*/3, /*warmup=*/1, /*reps=*/5);
 }
 
 // ---- W4: one big Linear, and raw sgemm -------------------------------------------------------
@@ -274,7 +289,7 @@ Args parse(int argc, char** argv) {
   Args a;
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: %s <w1|w2b1|w2b32|w3|w4> [--threads N] [--steps S] [--warmup W] "
+                 "usage: %s <w1|w2b1|w2b32|w3|w4|w5> [--threads N] [--steps S] [--warmup W] "
                  "[--reps R]\n",
                  argv[0]);
     std::exit(2);
@@ -315,6 +330,8 @@ int main(int argc, char** argv) {
     t = w2(a, 32, loss);
   } else if (a.workload == "w3") {
     t = w3(a, loss);
+  } else if (a.workload == "w5") {
+    t = w5(a, loss);
   } else if (a.workload == "w4") {
     double raw_ms = 0, raw_cpu_ms = 0;
     t = w4(a, loss, raw_ms, raw_cpu_ms);
