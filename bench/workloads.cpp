@@ -3,9 +3,12 @@
 // bench/run_benchmarks.sh runs both, interleaved, and prints the table.
 //
 //   workloads <w1|w2b1|w2b32|w3|w4|w5> [--threads N] [--steps S] [--warmup W] [--reps R]
+//             [--attention fused|reference]
 //
 // --threads N calls tg::set_num_threads(N) (tapegrad's own threads, OpenBLAS single-threaded);
 // --threads 0 leaves the products to OpenBLAS's own threads (OPENBLAS_NUM_THREADS).
+// --attention reference runs causal attention (W3, W5) through the reference kernel instead of
+// the fused causal one (lib/src/ops/attention.h): before/after in one binary.
 //
 //   w1     MLP 784-256-256-10, ReLU, batch 64, cross-entropy, SGD lr 0.01 momentum 0.9
 //   w2b1   Elman char-RNN 57→128→18, T = 12 one-hot steps, h_t = tanh(i2h(x_t) + h2h(h_t-1)),
@@ -54,6 +57,7 @@
 // loaded at run time, with the kernels it chose (lib/src/backend/openblas.h). Linking
 // OpenBLAS here would load it before tapegrad could choose.
 #include "backend/openblas.h"
+#include "ops/attention.h"  // detail::ReferenceAttentionScope
 
 #include "tiny_gpt.h"
 
@@ -104,6 +108,7 @@ struct Args {
   std::string workload;
   int threads = 1;
   int steps = 0, warmup = -1, reps = 0;  // 0 / -1: the workload's default
+  bool reference_attention = false;
 };
 
 struct Timing {
@@ -290,7 +295,7 @@ Args parse(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: %s <w1|w2b1|w2b32|w3|w4|w5> [--threads N] [--steps S] [--warmup W] "
-                 "[--reps R]\n",
+                 "[--reps R] [--attention fused|reference]\n",
                  argv[0]);
     std::exit(2);
   }
@@ -298,7 +303,9 @@ Args parse(int argc, char** argv) {
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const int v = std::atoi(argv[i + 1]);
-    if (k == "--threads") a.threads = v;
+    if (k == "--attention" && (std::string(argv[i + 1]) == "fused" || std::string(argv[i + 1]) == "reference"))
+      a.reference_attention = std::string(argv[i + 1]) == "reference";
+    else if (k == "--threads") a.threads = v;
     else if (k == "--steps") a.steps = v;
     else if (k == "--warmup") a.warmup = v;
     else if (k == "--reps") a.reps = v;
@@ -317,6 +324,9 @@ int main(int argc, char** argv) {
   tg::set_device(tg::Device::CPU);
   if (a.threads > 0) tg::set_num_threads(a.threads);  // 0: OpenBLAS's own threads
   tg::manual_seed(0);
+  std::unique_ptr<tg::detail::ReferenceAttentionScope> reference;
+  if (a.reference_attention) reference = std::make_unique<tg::detail::ReferenceAttentionScope>();
+  std::printf("attention %s\n", a.reference_attention ? "reference" : "fused");
   std::printf("threads %d\nblas_core %s\nblas %s\n", tg::get_num_threads(),
               tg::blas_kernel().c_str(),
               tg::blas::summary(tg::blas::library().status()).c_str());

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <limits>
 
-#include "ops/attention.h"  // detail::ReferenceAttentionScope, kAttnBlockQ/K
+#include "ops/attention.h"  // detail::ReferenceAttentionScope, attention_tiles
 #include "tapegrad/tapegrad.h"
 
 using namespace tg;
@@ -242,8 +242,17 @@ TEST_F(Attention, BadInput) {
 // ---- the fused causal kernel against the reference kernel ------------------------------------
 
 namespace {
-using detail::kAttnBlockK;
-using detail::kAttnBlockQ;
+/// Sets the fused kernel's tiles for one scope.
+class TilesScope {
+ public:
+  explicit TilesScope(detail::AttentionTiles t) : previous_(detail::attention_tiles()) {
+    detail::set_attention_tiles(t);
+  }
+  ~TilesScope() { detail::set_attention_tiles(previous_); }
+
+ private:
+  detail::AttentionTiles previous_;
+};
 
 /// Output and gradients of sum(y * r) w.r.t. q, k, v (r fixed random), flattened.
 std::vector<std::vector<float>> run_causal(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -289,7 +298,8 @@ int64_t peak_of_step(const Tensor& q, const Tensor& k, const Tensor& v) {
 }  // namespace
 
 TEST_F(Attention, FusedCausalEqualsReferenceOverBlockEdges) {
-  static_assert(kAttnBlockQ == 64 && kAttnBlockK == 64, "the grid below straddles these edges");
+  ASSERT_EQ(detail::attention_tiles().q, 64);  // the grid below straddles these edges
+  ASSERT_EQ(detail::attention_tiles().k, 64);
   for (int64_t T : {1, 2, 17, 64, 129})
     for (int64_t D : {1, 8, 64}) {
       SCOPED_TRACE("T " + std::to_string(T) + ", D " + std::to_string(D));
@@ -299,6 +309,20 @@ TEST_F(Attention, FusedCausalEqualsReferenceOverBlockEdges) {
   expect_fused_equals_reference(input({65, 4}), input({65, 4}), input({65, 4}));
   expect_fused_equals_reference(input({3, 70, 5}), input({3, 70, 5}), input({3, 70, 2}));
   expect_fused_equals_reference(input({2, 1, 2, 20, 3}), input({2, 1, 2, 20, 3}), input({2, 1, 2, 20, 7}));
+  // Small and unequal tiles: many edges, tiles that end past Tq or Tk, rows of a tile with no
+  // key yet (bq > bk), and with masks that empty whole rows.
+  for (detail::AttentionTiles t : {detail::AttentionTiles{4, 8}, {8, 3}, {1, 1}, {5, 128}}) {
+    SCOPED_TRACE("tiles " + std::to_string(t.q) + " x " + std::to_string(t.k));
+    TilesScope tiles(t);
+    expect_fused_equals_reference(input({2, 2, 19, 3}), input({2, 2, 19, 3}), input({2, 2, 19, 2}));
+    expect_fused_equals_reference(input({2, 9, 3}), input({2, 23, 3}), input({2, 23, 3}));
+    expect_fused_equals_reference(input({2, 23, 3}), input({2, 9, 3}), input({2, 9, 3}));
+    Tensor m = bool_mask({2, 1, 19, 19});
+    for (int64_t j = 0; j < 19; ++j) m.data()(1, 0, 6, j) = 1.0f;
+    expect_fused_equals_reference(input({2, 2, 19, 3}), input({2, 2, 19, 3}), input({2, 2, 19, 2}),
+                                  AttnMask::boolean(m));
+  }
+  EXPECT_THROW(detail::set_attention_tiles({0, 64}), ValueError);
 }
 
 TEST_F(Attention, FusedCausalReadsViews) {

@@ -7,6 +7,7 @@
 // Legend: B = batch, H = heads, N = B·H, Tq = queries, Tk = keys, D = head dim,
 // Dv = value head dim. S = scores, P = softmax weights, Pd = P after dropout.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -189,7 +190,7 @@ Tensor reference_attention(const AttentionShape& s, const Tensor& q, const Tenso
 
 // ---- the fused causal kernel -----------------------------------------------------------------
 // FlashAttention's recurrence (Dao et al., 2022, with FlashAttention-2's loop order), one head
-// at a time. For each tile of kAttnBlockQ query rows i, over the tiles of kAttnBlockK keys j
+// at a time. For each tile of bq query rows i, over the tiles of bk keys j
 // that reach its diagonal (the tiles above it are never computed):
 //   S = Q_i K_jᵀ/√D (+ mask; key > query: -inf),   m' = max(m, rowmax S),   P = exp(S - m'),
 //   l = l·exp(m - m') + rowsum P,                   O_i = O_i·exp(m - m') + P V_j
@@ -204,7 +205,7 @@ Tensor reference_attention(const AttentionShape& s, const Tensor& q, const Tenso
 namespace {
 
 using Batch = xsimd::batch<float>;
-constexpr int64_t kBq = kAttnBlockQ, kBk = kAttnBlockK;
+std::atomic<int64_t> g_tile_q{64}, g_tile_k{64};  // attention_tiles()
 constexpr float kPosInf = std::numeric_limits<float>::infinity();
 
 /// row[j] = exp(row[j] - shift) for j < n (shift finite; exp(-inf) = 0); returns their sum.
@@ -234,6 +235,7 @@ struct CausalPlan {
   const float* mask = nullptr;                           // row-major, indexed by mi
   MaskIndex mi;
   bool boolean = false;
+  int64_t bq = 64, bk = 64;  // the tile: bq queries × bk keys
 };
 
 /// One head's matrices (head n = b·H + h).
@@ -248,14 +250,14 @@ HeadPtr head_of(const CausalPlan& c, int64_t n) {
           c.mask ? c.mask + c.mi.offset[static_cast<size_t>(n)] : nullptr};
 }
 
-/// The scores of rows i0.., keys k0.. (rows × cols, row stride kBk) into S: Q Kᵀ/√D, the mask
+/// The scores of rows i0.., keys k0.. (rows × cols, row stride bk) into S: Q Kᵀ/√D, the mask
 /// applied, and -inf on every key j > query i.
 void score_tile(const CausalPlan& c, const HeadPtr& hp, int64_t i0, int64_t rows, int64_t k0,
                 int64_t cols, float* S) {
   gemm::cpu_gemm(false, true, rows, cols, c.s.D, c.scale, hp.q + i0 * c.s.q.ld, c.s.q.ld,
-                 hp.k + k0 * c.s.k.ld, c.s.k.ld, 0.0f, S, kBk);
+                 hp.k + k0 * c.s.k.ld, c.s.k.ld, 0.0f, S, c.bk);
   for (int64_t r = 0; r < rows; ++r) {
-    float* row = S + r * kBk;
+    float* row = S + r * c.bk;
     const int64_t i = i0 + r;
     const int64_t visible = std::max<int64_t>(0, std::min(cols, i - k0 + 1));  // keys j <= i
     if (hp.mask) {
@@ -270,26 +272,26 @@ void score_tile(const CausalPlan& c, const HeadPtr& hp, int64_t i0, int64_t rows
 }
 
 /// The forward of head n: its output rows (layout s.out) and logsumexps lse[Tq].
-/// scratch: kBq·kBk + 2·kBq floats.
+/// scratch: bq·bk + 2·bq floats.
 void causal_forward_head(const CausalPlan& c, int64_t n, float* out, float* lse, float* scratch) {
   const AttentionShape& s = c.s;
   const HeadPtr hp = head_of(c, n);
   float* O = out + (n / s.H) * s.out.sb + (n % s.H) * s.out.sh;
   const int64_t lo = s.out.ld;
-  float* S = scratch;          // (kBq, kBk)
-  float* m = S + kBq * kBk;    // running max per row
-  float* l = m + kBq;          // running sum per row
-  for (int64_t i0 = 0; i0 < s.Tq; i0 += kBq) {
-    const int64_t rows = std::min(kBq, s.Tq - i0);
+  float* S = scratch;          // (bq, bk)
+  float* m = S + c.bq * c.bk;  // running max per row
+  float* l = m + c.bq;         // running sum per row
+  for (int64_t i0 = 0; i0 < s.Tq; i0 += c.bq) {
+    const int64_t rows = std::min(c.bq, s.Tq - i0);
     const int64_t kend = std::min(s.Tk, i0 + rows);  // the last row sees keys < i0 + rows
     std::fill(m, m + rows, kNegInf);
     std::fill(l, l + rows, 0.0f);
     for (int64_t r = 0; r < rows; ++r) std::fill(O + (i0 + r) * lo, O + (i0 + r) * lo + s.Dv, 0.0f);
-    for (int64_t k0 = 0; k0 < kend; k0 += kBk) {
-      const int64_t cols = std::min(kBk, kend - k0);
+    for (int64_t k0 = 0; k0 < kend; k0 += c.bk) {
+      const int64_t cols = std::min(c.bk, kend - k0);
       score_tile(c, hp, i0, rows, k0, cols, S);
       for (int64_t r = 0; r < rows; ++r) {
-        float* row = S + r * kBk;
+        float* row = S + r * c.bk;
         const float m_new = std::max(m[r], *std::max_element(row, row + cols));
         if (m_new == kNegInf) {  // no key of this row seen yet: P = 0
           std::fill(row, row + cols, 0.0f);
@@ -303,7 +305,7 @@ void causal_forward_head(const CausalPlan& c, int64_t n, float* out, float* lse,
         }
         m[r] = m_new;
       }
-      gemm::cpu_gemm(false, false, rows, s.Dv, cols, 1.0f, S, kBk, hp.v + k0 * s.v.ld, s.v.ld, 1.0f,
+      gemm::cpu_gemm(false, false, rows, s.Dv, cols, 1.0f, S, c.bk, hp.v + k0 * s.v.ld, s.v.ld, 1.0f,
                      O + i0 * lo, lo);
     }
     for (int64_t r = 0; r < rows; ++r) {
@@ -325,7 +327,7 @@ struct HeadGrads {
 };
 
 /// The backward of head n: adds into its dq, dk, dv. g and o: dL/dO and O (layout s.out).
-/// scratch: 2·kBq·kBk + Tq floats.
+/// scratch: 2·bq·bk + Tq floats.
 void causal_backward_head(const CausalPlan& c, int64_t n, const float* g, const float* o,
                           const float* lse, HeadGrads dg, float* scratch) {
   const AttentionShape& s = c.s;
@@ -337,44 +339,44 @@ void causal_backward_head(const CausalPlan& c, int64_t n, const float* g, const 
   float* dQ = dg.dq ? dg.dq + b * s.dq.sb + h * s.dq.sh : nullptr;
   float* dK = dg.dk ? dg.dk + b * s.dk.sb + h * s.dk.sh : nullptr;
   float* dV = dg.dv ? dg.dv + b * s.dv.sb + h * s.dv.sh : nullptr;
-  float* P = scratch;               // (kBq, kBk)
-  float* dS = P + kBq * kBk;        // (kBq, kBk)
-  float* delta = dS + kBq * kBk;    // (Tq)
+  float* P = scratch;               // (bq, bk)
+  float* dS = P + c.bq * c.bk;      // (bq, bk)
+  float* delta = dS + c.bq * c.bk;  // (Tq)
   for (int64_t i = 0; i < s.Tq; ++i) {
     const float* gi = G + i * lo;
     const float* oi = O + i * lo;
     delta[i] = static_cast<float>(
         lane_sum(static_cast<size_t>(s.Dv), [&](size_t d) { return gi[d] * oi[d]; }));
   }
-  for (int64_t i0 = 0; i0 < s.Tq; i0 += kBq) {
-    const int64_t rows = std::min(kBq, s.Tq - i0);
+  for (int64_t i0 = 0; i0 < s.Tq; i0 += c.bq) {
+    const int64_t rows = std::min(c.bq, s.Tq - i0);
     const int64_t kend = std::min(s.Tk, i0 + rows);
-    for (int64_t k0 = 0; k0 < kend; k0 += kBk) {
-      const int64_t cols = std::min(kBk, kend - k0);
+    for (int64_t k0 = 0; k0 < kend; k0 += c.bk) {
+      const int64_t cols = std::min(c.bk, kend - k0);
       score_tile(c, hp, i0, rows, k0, cols, P);
       for (int64_t r = 0; r < rows; ++r) {
-        float* row = P + r * kBk;
+        float* row = P + r * c.bk;
         const float L = lse[i0 + r];
         if (L == kPosInf) std::fill(row, row + cols, 0.0f);  // all keys masked
         else exp_shifted(row, cols, L);
       }
       if (dV)
-        gemm::cpu_gemm(true, false, cols, s.Dv, rows, 1.0f, P, kBk, G + i0 * lo, lo, 1.0f,
+        gemm::cpu_gemm(true, false, cols, s.Dv, rows, 1.0f, P, c.bk, G + i0 * lo, lo, 1.0f,
                        dV + k0 * s.dv.ld, s.dv.ld);
       if (!dQ && !dK) continue;
       gemm::cpu_gemm(false, true, rows, cols, s.Dv, 1.0f, G + i0 * lo, lo, hp.v + k0 * s.v.ld,
-                     s.v.ld, 0.0f, dS, kBk);
+                     s.v.ld, 0.0f, dS, c.bk);
       for (int64_t r = 0; r < rows; ++r) {
-        const float* pr = P + r * kBk;
-        float* dr = dS + r * kBk;
+        const float* pr = P + r * c.bk;
+        float* dr = dS + r * c.bk;
         const float di = delta[i0 + r];
         for (int64_t j = 0; j < cols; ++j) dr[j] = pr[j] * (dr[j] - di);
       }
       if (dQ)
-        gemm::cpu_gemm(false, false, rows, s.D, cols, c.scale, dS, kBk, hp.k + k0 * s.k.ld, s.k.ld,
+        gemm::cpu_gemm(false, false, rows, s.D, cols, c.scale, dS, c.bk, hp.k + k0 * s.k.ld, s.k.ld,
                        1.0f, dQ + i0 * s.dq.ld, s.dq.ld);
       if (dK)
-        gemm::cpu_gemm(true, false, cols, s.D, rows, c.scale, dS, kBk, hp.q + i0 * s.q.ld, s.q.ld,
+        gemm::cpu_gemm(true, false, cols, s.D, rows, c.scale, dS, c.bk, hp.q + i0 * s.q.ld, s.q.ld,
                        1.0f, dK + k0 * s.dk.ld, s.dk.ld);
     }
   }
@@ -409,6 +411,8 @@ Tensor causal_attention(const AttentionShape& s, const Tensor& q, const Tensor& 
   CausalPlan c;
   c.s = s;
   c.scale = 1.0f / std::sqrt(static_cast<float>(s.D));
+  c.bq = g_tile_q.load(std::memory_order_relaxed);
+  c.bk = g_tile_k.load(std::memory_order_relaxed);
   if (mask.defined()) {
     Shape full = s.lead;
     full.push_back(s.Tq);
@@ -425,7 +429,7 @@ Tensor causal_attention(const AttentionShape& s, const Tensor& q, const Tensor& 
   auto lse = std::make_shared<Array>(Array::from_shape({static_cast<size_t>(N * s.Tq)}));
   float* po = out->data.data();
   float* pl = lse->data();
-  for_each_head(N, kBq * kBk + 2 * kBq, [&](int64_t n, float* scratch) {
+  for_each_head(N, c.bq * c.bk + 2 * c.bq, [&](int64_t n, float* scratch) {
     causal_forward_head(c, n, po, pl + n * s.Tq, scratch);
   });
 
@@ -456,13 +460,23 @@ Tensor causal_attention(const AttentionShape& s, const Tensor& q, const Tensor& 
                   const float* g = ctx.grad.data();
                   const float* o = ctx.read_data(so);
                   const float* pl = lse->data();
-                  for_each_head(s.B * s.H, 2 * kBq * kBk + s.Tq, [&](int64_t n, float* scratch) {
+                  for_each_head(s.B * s.H, 2 * plan.bq * plan.bk + s.Tq, [&](int64_t n, float* scratch) {
                     causal_backward_head(plan, n, g, o, pl + n * s.Tq, dg, scratch);
                   });
                   if (ctx.needs(0)) ctx.give(0, std::move(dq));
                   if (ctx.needs(1)) ctx.give(1, std::move(dk));
                   if (ctx.needs(2)) ctx.give(2, std::move(dv));
                 });
+}
+
+AttentionTiles attention_tiles() { return {g_tile_q.load(), g_tile_k.load()}; }
+
+void set_attention_tiles(AttentionTiles tiles) {
+  if (tiles.q < 1 || tiles.k < 1)
+    throw ValueError("set_attention_tiles: tile sizes must be >= 1, got " + std::to_string(tiles.q) +
+                     " × " + std::to_string(tiles.k));
+  g_tile_q = tiles.q;
+  g_tile_k = tiles.k;
 }
 
 ReferenceAttentionScope::ReferenceAttentionScope() : previous_(t_reference_only) {

@@ -40,13 +40,20 @@ Tensor reference_attention(const AttentionShape& s, const Tensor& q, const Tenso
                            const Tensor& v, const AttnMask& mask, bool is_causal, float dropout_p,
                            bool training, Tensor* weights);
 
-/// The fused causal kernel (FlashAttention's tiling): tiles of kAttnBlockQ queries by
-/// kAttnBlockK keys, none above the diagonal, an online softmax; saves q, k, v, the output and
-/// each row's logsumexp (no Tq × Tk matrix), and recomputes the tiles in the backward. No
-/// dropout and no weights; the mask (contiguous) may not need a gradient.
+/// The fused causal kernel (FlashAttention's tiling): tiles of attention_tiles() queries by
+/// keys, none above the diagonal, an online softmax; saves q, k, v, the output and each row's
+/// logsumexp (no Tq × Tk matrix), and recomputes the tiles in the backward. No dropout and no
+/// weights; the mask (contiguous) may not need a gradient.
 Tensor causal_attention(const AttentionShape& s, const Tensor& q, const Tensor& k,
                         const Tensor& v, const AttnMask& mask);
-constexpr int64_t kAttnBlockQ = 64, kAttnBlockK = 64;
+
+/// The fused kernel's tile: q queries × k keys (default 64 × 64). Settable for tests (small
+/// tiles put many edges in small inputs) and benchmarks; a call reads it once, at its forward.
+struct AttentionTiles {
+  int64_t q = 64, k = 64;
+};
+AttentionTiles attention_tiles();
+void set_attention_tiles(AttentionTiles tiles);
 
 /// While one is alive, attention() on this thread runs the reference kernel even where the
 /// fused causal one applies: tests compare the two, benchmarks time both.
