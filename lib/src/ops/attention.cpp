@@ -190,22 +190,21 @@ Tensor reference_attention(const AttentionShape& s, const Tensor& q, const Tenso
 
 // ---- the fused causal kernel -----------------------------------------------------------------
 // FlashAttention's recurrence (Dao et al., 2022, with FlashAttention-2's loop order), one head
-// at a time. For each tile of bq query rows i, over the tiles of bk keys j
-// that reach its diagonal (the tiles above it are never computed):
+// at a time. For each tile of bq query rows i, over the tiles of bk keys j that reach its
+// diagonal (the tiles above it are never computed):
 //   S = Q_i K_jᵀ/√D (+ mask; key > query: -inf),   m' = max(m, rowmax S),   P = exp(S - m'),
 //   l = l·exp(m - m') + rowsum P,                   O_i = O_i·exp(m - m') + P V_j
 // then O_i /= l, and L_i = m + log l is the row's logsumexp, saved instead of P. The backward
 // recomputes each tile, P = exp(S - L), and with Δ_i = rowsum(dO_i ⊙ O_i):
 //   dV_j += Pᵀ dO_i,  dP = dO_i V_jᵀ,  dS = P ⊙ (dP - Δ),  dQ_i += dS K_j/√D,  dK_j += dSᵀ Q_i/√D
 // A row whose keys are all masked keeps l = 0: its output is 0 and L = +inf, so P = 0 and it
-// passes no gradient (the reference kernel's rule). Every product is one small GEMM
-// (cpu_gemm: a tile never reaches the size at which it would be split across threads); the
-// heads are split across tapegrad's threads instead.
+// passes no gradient (the reference kernel's rule). Every product is one small GEMM on the
+// CPU (cpu_gemm); the heads are split across tapegrad's threads.
 
 namespace {
 
 using Batch = xsimd::batch<float>;
-std::atomic<int64_t> g_tile_q{64}, g_tile_k{64};  // attention_tiles()
+std::atomic<int64_t> g_tile_q{AttentionTiles{}.q}, g_tile_k{AttentionTiles{}.k};  // attention_tiles()
 constexpr float kPosInf = std::numeric_limits<float>::infinity();
 
 /// row[j] = exp(row[j] - shift) for j < n (shift finite; exp(-inf) = 0); returns their sum.
@@ -251,7 +250,7 @@ struct CausalPlan {
   const float* mask = nullptr;                           // row-major, indexed by mi
   MaskIndex mi;
   bool boolean = false;
-  int64_t bq = 64, bk = 64;  // the tile: bq queries × bk keys
+  int64_t bq = 0, bk = 0;  // the tile: bq queries × bk keys (attention_tiles())
 };
 
 /// One head's matrices (head n = b·H + h).
