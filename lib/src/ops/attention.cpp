@@ -265,13 +265,17 @@ HeadPtr head_of(const CausalPlan& c, int64_t n) {
           c.mask ? c.mask + c.mi.offset[static_cast<size_t>(n)] : nullptr};
 }
 
+/// Zeroes rows × cols of a tile whose rows are ld apart.
+void zero_tile(float* t, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) std::fill(t + r * ld, t + r * ld + cols, 0.0f);
+}
+
 /// The scores of rows i0.., keys k0.. (rows × cols, row stride bk) into S: Q Kᵀ/√D, the mask
-/// applied, and -inf on every key j > query i. The tile is zeroed in one pass and the product
-/// added to it (beta = 1): with beta = 0 OpenBLAS zeroes C itself, one small memset per row,
-/// which measured 9% of the kernel's instructions.
+/// applied, and -inf on every key j > query i. The tile is zeroed here and the product added
+/// to it (beta = 1): with beta = 0 OpenBLAS makes a separate pass over C to zero it.
 void score_tile(const CausalPlan& c, const HeadPtr& hp, int64_t i0, int64_t rows, int64_t k0,
                 int64_t cols, float* S) {
-  std::fill(S, S + rows * c.bk, 0.0f);
+  zero_tile(S, rows, cols, c.bk);
   gemm::cpu_gemm(false, true, rows, cols, c.s.D, c.scale, hp.q + i0 * c.s.q.ld, c.s.q.ld,
                  hp.k + k0 * c.s.k.ld, c.s.k.ld, 1.0f, S, c.bk);
   for (int64_t r = 0; r < rows; ++r) {
@@ -382,7 +386,7 @@ void causal_backward_head(const CausalPlan& c, int64_t n, const float* g, const 
         gemm::cpu_gemm(true, false, cols, s.Dv, rows, 1.0f, P, c.bk, G + i0 * lo, lo, 1.0f,
                        dV + k0 * s.dv.ld, s.dv.ld);
       if (!dQ && !dK) continue;
-      std::fill(dS, dS + rows * c.bk, 0.0f);  // and beta = 1, as in score_tile
+      zero_tile(dS, rows, cols, c.bk);  // and beta = 1, as in score_tile
       gemm::cpu_gemm(false, true, rows, cols, s.Dv, 1.0f, G + i0 * lo, lo, hp.v + k0 * s.v.ld,
                      s.v.ld, 1.0f, dS, c.bk);
       for (int64_t r = 0; r < rows; ++r) {
