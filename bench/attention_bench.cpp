@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--kernel: fused or reference, got %s\n", kernel.c_str());
     return 2;
   }
+  if (kernel == "fused") tiles.min_keys = 1;  // the fused kernel at every length
   tg::detail::set_attention_tiles(tiles);
   tg::set_device(tg::Device::CPU);
   if (threads > 0) tg::set_num_threads(threads);

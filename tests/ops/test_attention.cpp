@@ -77,7 +77,14 @@ void check(const std::function<Tensor(const Inputs&)>& fn, const Inputs& xs) {
 
 class Attention : public ::testing::Test {
  protected:
-  void SetUp() override { manual_seed(3); }
+  // The fused causal kernel for every length here (by default short ones run the reference).
+  void SetUp() override {
+    manual_seed(3);
+    detail::AttentionTiles t = detail::attention_tiles();
+    t.min_keys = 1;
+    detail::set_attention_tiles(t);
+  }
+  void TearDown() override { detail::set_attention_tiles(detail::AttentionTiles()); }
 };
 }  // namespace
 
@@ -311,7 +318,7 @@ TEST_F(Attention, FusedCausalEqualsReferenceOverBlockEdges) {
   expect_fused_equals_reference(input({2, 1, 2, 20, 3}), input({2, 1, 2, 20, 3}), input({2, 1, 2, 20, 7}));
   // Small and unequal tiles: many edges, tiles that end past Tq or Tk, rows of a tile with no
   // key yet (bq > bk), and with masks that empty whole rows.
-  for (detail::AttentionTiles t : {detail::AttentionTiles{4, 8}, {8, 3}, {1, 1}, {5, 128}, {64, 64}}) {
+  for (detail::AttentionTiles t : {detail::AttentionTiles{4, 8, 1}, {8, 3, 1}, {1, 1, 1}, {5, 128, 1}, {64, 64, 1}}) {
     SCOPED_TRACE("tiles " + std::to_string(t.q) + " x " + std::to_string(t.k));
     TilesScope tiles(t);
     expect_fused_equals_reference(input({2, 2, 19, 3}), input({2, 2, 19, 3}), input({2, 2, 19, 2}));
@@ -322,7 +329,18 @@ TEST_F(Attention, FusedCausalEqualsReferenceOverBlockEdges) {
     expect_fused_equals_reference(input({2, 2, 19, 3}), input({2, 2, 19, 3}), input({2, 2, 19, 2}),
                                   AttnMask::boolean(m));
   }
-  EXPECT_THROW(detail::set_attention_tiles({0, 64}), ValueError);
+  EXPECT_THROW(detail::set_attention_tiles({0, 64, 1}), ValueError);
+  EXPECT_THROW(detail::set_attention_tiles({32, 64, 0}), ValueError);
+}
+
+TEST_F(Attention, ShortCausalRunsTheReferenceKernelByDefault) {
+  // Below min_keys keys the reference kernel runs: its saved score matrix shows in the peak.
+  detail::set_attention_tiles(detail::AttentionTiles());
+  const int64_t B = 2, H = 4, T = 100, D = 16;
+  Tensor q = input({B, H, T, D}), k = input({B, H, T, D}), v = input({B, H, T, D});
+  EXPECT_GE(peak_of_step(q, k, v), B * H * T * T * 4);
+  Tensor q2 = input({B, H, 128, D}), k2 = input({B, H, 128, D}), v2 = input({B, H, 128, D});
+  EXPECT_LT(peak_of_step(q2, k2, v2), B * H * 128 * 128 * 4);  // the reference saves 2 such
 }
 
 TEST_F(Attention, FusedCausalReadsViews) {

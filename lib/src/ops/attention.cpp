@@ -204,7 +204,8 @@ Tensor reference_attention(const AttentionShape& s, const Tensor& q, const Tenso
 namespace {
 
 using Batch = xsimd::batch<float>;
-std::atomic<int64_t> g_tile_q{AttentionTiles{}.q}, g_tile_k{AttentionTiles{}.k};  // attention_tiles()
+std::atomic<int64_t> g_tile_q{AttentionTiles{}.q}, g_tile_k{AttentionTiles{}.k},
+    g_min_keys{AttentionTiles{}.min_keys};  // attention_tiles()
 constexpr float kPosInf = std::numeric_limits<float>::infinity();
 
 /// row[j] = exp(row[j] - shift) for j < n (shift finite; exp(-inf) = 0); returns their sum.
@@ -492,14 +493,16 @@ Tensor causal_attention(const AttentionShape& s, const Tensor& q, const Tensor& 
                 });
 }
 
-AttentionTiles attention_tiles() { return {g_tile_q.load(), g_tile_k.load()}; }
+AttentionTiles attention_tiles() { return {g_tile_q.load(), g_tile_k.load(), g_min_keys.load()}; }
 
 void set_attention_tiles(AttentionTiles tiles) {
-  if (tiles.q < 1 || tiles.k < 1)
-    throw ValueError("set_attention_tiles: tile sizes must be >= 1, got " + std::to_string(tiles.q) +
-                     " × " + std::to_string(tiles.k));
+  if (tiles.q < 1 || tiles.k < 1 || tiles.min_keys < 1)
+    throw ValueError("set_attention_tiles: tile sizes and min_keys must be >= 1, got " +
+                     std::to_string(tiles.q) + " × " + std::to_string(tiles.k) + ", min_keys " +
+                     std::to_string(tiles.min_keys));
   g_tile_q = tiles.q;
   g_tile_k = tiles.k;
+  g_min_keys = tiles.min_keys;
 }
 
 ReferenceAttentionScope::ReferenceAttentionScope() : previous_(t_reference_only) {
@@ -520,7 +523,7 @@ Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, cons
   const bool dropping = training && dropout_p > 0.0f;
   const bool mask_grad = mask.defined() && !mask.is_boolean() && mask.values.requires_grad();
   if (is_causal && !dropping && !weights && !mask_grad && !t_reference_only &&
-      current_device() == Device::CPU)
+      s.Tk >= g_min_keys.load(std::memory_order_relaxed) && current_device() == Device::CPU)
     return causal_attention(s, q, k, v, mask);
   return reference_attention(s, q, k, v, mask, is_causal, dropout_p, training, weights);
 }

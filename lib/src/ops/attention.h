@@ -29,7 +29,8 @@ struct AttentionShape {
 /// The kernel. Shapes of q, k, v must already fit `s`; the mask is checked here (it must
 /// broadcast to lead + (Tq, Tk)). Causal attention without dropout, returned weights or a
 /// mask that needs a gradient runs the fused causal kernel (causal_attention); everything
-/// else, the reference kernel (reference_attention).
+/// else, and causal attention over fewer than attention_tiles().min_keys keys, the reference
+/// kernel (reference_attention).
 Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, const Tensor& v,
                  const AttnMask& mask, bool is_causal, float dropout_p, bool training,
                  Tensor* weights);
@@ -53,8 +54,12 @@ Tensor causal_attention(const AttentionShape& s, const Tensor& q, const Tensor& 
 /// millions: 64 × 64 106, 32 × 32 105, 64 × 128 100, 32 × 128 89, 16 × 128 88; the reference
 /// kernel 104): rows of 32 skip most of the upper triangle, and a key tile as long as T keeps
 /// the products few.
+/// min_keys: causal attention over fewer keys runs the reference kernel, whose score matrix is
+/// small there and which measured faster (W3's T 64: 55 against 57 million instructions, and
+/// about 20% less CPU time on a busy machine).
 struct AttentionTiles {
   int64_t q = 32, k = 128;
+  int64_t min_keys = 128;
 };
 AttentionTiles attention_tiles();
 void set_attention_tiles(AttentionTiles tiles);
