@@ -1,6 +1,6 @@
 #!/bin/sh
 # The benchmark table of the README in one command: builds the workloads program (Release) if
-# needed, then runs W1-W4 through tapegrad and PyTorch 1.13 at 1 and 2 cores and prints the
+# needed, then runs W1-W5 through tapegrad and PyTorch 1.13 at 1 and 2 cores and prints the
 # table (bench/workloads_report.py; its options pass through: --rounds N, --workloads w1,w3,
 # --threads 1, --metric cpu, --quick).
 #

@@ -2,10 +2,13 @@
 // is the PyTorch twin (the same models, shapes, optimizers and step counts);
 // bench/run_benchmarks.sh runs both, interleaved, and prints the table.
 //
-//   workloads <w1|w2b1|w2b32|w3|w4> [--threads N] [--steps S] [--warmup W] [--reps R]
+//   workloads <w1|w2b1|w2b32|w3|w4|w5> [--threads N] [--steps S] [--warmup W] [--reps R]
+//             [--attention fused|reference]
 //
 // --threads N calls tg::set_num_threads(N) (tapegrad's own threads, OpenBLAS single-threaded);
 // --threads 0 leaves the products to OpenBLAS's own threads (OPENBLAS_NUM_THREADS).
+// --attention reference runs causal attention (W3, W5) through the reference kernel instead of
+// the fused causal one (lib/src/ops/attention.h): before/after in one binary.
 //
 //   w1     MLP 784-256-256-10, ReLU, batch 64, cross-entropy, SGD lr 0.01 momentum 0.9
 //   w2b1   Elman char-RNN 57→128→18, T = 12 one-hot steps, h_t = tanh(i2h(x_t) + h2h(h_t-1)),
@@ -13,6 +16,8 @@
 //   w3     GPT-style LM: vocab 65, d_model 128, 4 heads, 2 pre-LN blocks, d_ff 512, GELU,
 //          T = 64, batch 16, token + position embeddings, causal, final LayerNorm, Linear
 //          head, cross-entropy over every position, AdamW lr 3e-4 (weight decay 0.01)
+//   w5     the same GPT-style LM, larger: d_model 384, 6 heads, 4 pre-LN blocks, d_ff 1536,
+//          T = 128, batch 8 (vocab 65, AdamW lr 3e-4 as W3)
 //   w4     Linear 1024→1024 (bias) at batch 256, forward and backward (dx, dW, db) with an
 //          upstream gradient of ones; no optimizer. Also times the three products through
 //          raw sgemm calls (same shapes and transposes, straight into the OpenBLAS that
@@ -52,6 +57,7 @@
 // loaded at run time, with the kernels it chose (lib/src/backend/openblas.h). Linking
 // OpenBLAS here would load it before tapegrad could choose.
 #include "backend/openblas.h"
+#include "ops/attention.h"  // detail::ReferenceAttentionScope
 
 #include "tiny_gpt.h"
 
@@ -102,6 +108,7 @@ struct Args {
   std::string workload;
   int threads = 1;
   int steps = 0, warmup = -1, reps = 0;  // 0 / -1: the workload's default
+  bool reference_attention = false;
 };
 
 struct Timing {
@@ -205,8 +212,9 @@ Timing w2(const Args& a, int64_t B, float& loss_out) {
 // ---- W3: GPT-style LM ------------------------------------------------------------------------
 // The model is bench::TinyGPT (bench/tiny_gpt.h), shared with the data-parallel benchmark.
 
-Timing w3(const Args& a, float& loss_out) {
-  constexpr int64_t V = 65, C = 128, NH = 4, L = 2, F = 512, T = 64, B = 16;
+/// One AdamW training step of bench::TinyGPT on a fixed random batch, timed.
+Timing gpt(const Args& a, float& loss_out, int64_t V, int64_t C, int64_t NH, int64_t L, int64_t F,
+           int64_t T, int64_t B, int steps, int warmup, int reps) {
   auto model = std::make_shared<bench::TinyGPT>(V, T, C, NH, L, F);
   tg::optim::AdamW opt(model->parameters(), tg::optim::AdamWOptions(3e-4));
   const tg::Indices ids = class_ids(B * T, V, {B, T});
@@ -219,8 +227,20 @@ Timing w3(const Args& a, float& loss_out) {
     opt.step();
     loss_out = loss.item();
   };
-  return time_steps(step, a.steps ? a.steps : 10, a.warmup >= 0 ? a.warmup : 3,
-                    a.reps ? a.reps : 5);
+  return time_steps(step, a.steps ? a.steps : steps, a.warmup >= 0 ? a.warmup : warmup,
+                    a.reps ? a.reps : reps);
+}
+
+Timing w3(const Args& a, float& loss_out) {
+  return gpt(a, loss_out, /*V=*/65, /*C=*/128, /*NH=*/4, /*L=*/2, /*F=*/512, /*T=*/64, /*B=*/16,
+             /*steps=*/10, /*warmup=*/3, /*reps=*/5);
+}
+
+// ---- W5: a larger GPT-style LM ---------------------------------------------------------------
+
+Timing w5(const Args& a, float& loss_out) {
+  return gpt(a, loss_out, /*V=*/65, /*C=*/384, /*NH=*/6, /*L=*/4, /*F=*/1536, /*T=*/128, /*B=*/8,
+             /*steps=*/3, /*warmup=*/1, /*reps=*/5);
 }
 
 // ---- W4: one big Linear, and raw sgemm -------------------------------------------------------
@@ -274,8 +294,8 @@ Args parse(int argc, char** argv) {
   Args a;
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: %s <w1|w2b1|w2b32|w3|w4> [--threads N] [--steps S] [--warmup W] "
-                 "[--reps R]\n",
+                 "usage: %s <w1|w2b1|w2b32|w3|w4|w5> [--threads N] [--steps S] [--warmup W] "
+                 "[--reps R] [--attention fused|reference]\n",
                  argv[0]);
     std::exit(2);
   }
@@ -283,7 +303,9 @@ Args parse(int argc, char** argv) {
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const int v = std::atoi(argv[i + 1]);
-    if (k == "--threads") a.threads = v;
+    if (k == "--attention" && (std::string(argv[i + 1]) == "fused" || std::string(argv[i + 1]) == "reference"))
+      a.reference_attention = std::string(argv[i + 1]) == "reference";
+    else if (k == "--threads") a.threads = v;
     else if (k == "--steps") a.steps = v;
     else if (k == "--warmup") a.warmup = v;
     else if (k == "--reps") a.reps = v;
@@ -302,6 +324,9 @@ int main(int argc, char** argv) {
   tg::set_device(tg::Device::CPU);
   if (a.threads > 0) tg::set_num_threads(a.threads);  // 0: OpenBLAS's own threads
   tg::manual_seed(0);
+  std::unique_ptr<tg::detail::ReferenceAttentionScope> reference;
+  if (a.reference_attention) reference = std::make_unique<tg::detail::ReferenceAttentionScope>();
+  std::printf("attention %s\n", a.reference_attention ? "reference" : "fused");
   std::printf("threads %d\nblas_core %s\nblas %s\n", tg::get_num_threads(),
               tg::blas_kernel().c_str(),
               tg::blas::summary(tg::blas::library().status()).c_str());
@@ -315,6 +340,8 @@ int main(int argc, char** argv) {
     t = w2(a, 32, loss);
   } else if (a.workload == "w3") {
     t = w3(a, loss);
+  } else if (a.workload == "w5") {
+    t = w5(a, loss);
   } else if (a.workload == "w4") {
     double raw_ms = 0, raw_cpu_ms = 0;
     t = w4(a, loss, raw_ms, raw_cpu_ms);

@@ -5,7 +5,7 @@ counts and output lines (see the header of workloads.cpp). Run with Debian's /us
 which runs every fp32 Linear/matmul, takes OPENBLAS_NUM_THREADS from the environment (it must
 be set before torch is imported; bench/workloads_report.py does that).
 
-Usage: /usr/bin/python3 bench/workloads.py <w1|w2b1|w2b32|w3|w4> [--torch-threads N]
+Usage: /usr/bin/python3 bench/workloads.py <w1|w2b1|w2b32|w3|w4|w5> [--torch-threads N]
        [--steps S] [--warmup W] [--reps R]
 """
 import argparse
@@ -136,8 +136,8 @@ class TinyGPT(nn.Module):
         return self.head(self.ln_f(x))
 
 
-def w3(a, out):
-    V, C, NH, L, FF, T, B = 65, 128, 4, 2, 512, 64, 16
+def gpt(a, out, V, C, NH, L, FF, T, B, steps, warmup, reps):
+    """One AdamW training step of TinyGPT on a fixed random batch, timed."""
     model = TinyGPT(V, T, C, NH, L, FF)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
     ids = class_ids(B * T, V, (B, T))
@@ -149,7 +149,17 @@ def w3(a, out):
         loss.backward()
         opt.step()
         out["loss"] = loss.item()
-    return time_steps(step, a.steps or 10, 3 if a.warmup < 0 else a.warmup, a.reps or 5)
+    return time_steps(step, a.steps or steps, warmup if a.warmup < 0 else a.warmup, a.reps or reps)
+
+
+def w3(a, out):
+    return gpt(a, out, V=65, C=128, NH=4, L=2, FF=512, T=64, B=16, steps=10, warmup=3, reps=5)
+
+
+# ---- W5: a larger GPT-style LM ----------------------------------------------------------------
+
+def w5(a, out):
+    return gpt(a, out, V=65, C=384, NH=6, L=4, FF=1536, T=128, B=8, steps=3, warmup=1, reps=5)
 
 
 # ---- W4: one big Linear ---------------------------------------------------------------------------
@@ -170,7 +180,7 @@ def w4(a, out):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("workload", choices=["w1", "w2b1", "w2b32", "w3", "w4"])
+    p.add_argument("workload", choices=["w1", "w2b1", "w2b32", "w3", "w4", "w5"])
     p.add_argument("--torch-threads", type=int, default=1)
     p.add_argument("--steps", type=int, default=0)
     p.add_argument("--warmup", type=int, default=-1)
@@ -188,7 +198,7 @@ def main():
         print("blas_core unknown")
     out = {"loss": 0.0}
     run = {"w1": lambda: w1(a, out), "w2b1": lambda: w2(a, 1, out), "w2b32": lambda: w2(a, 32, out),
-           "w3": lambda: w3(a, out), "w4": lambda: w4(a, out)}[a.workload]
+           "w3": lambda: w3(a, out), "w4": lambda: w4(a, out), "w5": lambda: w5(a, out)}[a.workload]
     with torch.autograd.set_grad_enabled(True):
         t = run()
     if a.workload == "w4":

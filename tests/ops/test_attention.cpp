@@ -1,11 +1,14 @@
 // The fused scaled_dot_product_attention against the unfused composition (matmul, masked_fill,
 // softmax, matmul) it replaces: forward values and every gradient, finite-difference checks,
-// the all-masked-row rule, the returned weights, dropout and bad input.
+// the all-masked-row rule, the returned weights, dropout and bad input. Then the fused causal
+// kernel (tiles, online softmax) against the reference kernel over block edges, views,
+// Tq != Tk and masks, and the memory it saves.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
+#include "ops/attention.h"  // detail::ReferenceAttentionScope, attention_tiles
 #include "tapegrad/tapegrad.h"
 
 using namespace tg;
@@ -74,7 +77,14 @@ void check(const std::function<Tensor(const Inputs&)>& fn, const Inputs& xs) {
 
 class Attention : public ::testing::Test {
  protected:
-  void SetUp() override { manual_seed(3); }
+  // The fused causal kernel for every length here (by default short ones run the reference).
+  void SetUp() override {
+    manual_seed(3);
+    detail::AttentionTiles t = detail::attention_tiles();
+    t.min_keys = 1;
+    detail::set_attention_tiles(t);
+  }
+  void TearDown() override { detail::set_attention_tiles(detail::AttentionTiles()); }
 };
 }  // namespace
 
@@ -234,4 +244,232 @@ TEST_F(Attention, BadInput) {
     EXPECT_NE(msg.find("[3, 4]"), std::string::npos) << msg;
     EXPECT_NE(msg.find("[2, 3, 5]"), std::string::npos) << msg;
   }
+}
+
+// ---- the fused causal kernel against the reference kernel ------------------------------------
+
+namespace {
+/// Sets the fused kernel's tiles for one scope.
+class TilesScope {
+ public:
+  explicit TilesScope(detail::AttentionTiles t) : previous_(detail::attention_tiles()) {
+    detail::set_attention_tiles(t);
+  }
+  ~TilesScope() { detail::set_attention_tiles(previous_); }
+
+ private:
+  detail::AttentionTiles previous_;
+};
+
+/// Output and gradients of sum(y * r) w.r.t. q, k, v (r fixed random), flattened.
+std::vector<std::vector<float>> run_causal(const Tensor& q, const Tensor& k, const Tensor& v,
+                                           const AttnMask& mask, bool reference) {
+  for (const Tensor& t : {q, k, v}) t.set_grad(Tensor());
+  Tensor y;
+  if (reference) {
+    detail::ReferenceAttentionScope scope;
+    y = scaled_dot_product_attention(q, k, v, mask, true);
+  } else {
+    y = scaled_dot_product_attention(q, k, v, mask, true);
+  }
+  manual_seed(7);
+  sum(y * rand(y.shape())).backward();
+  return {y.to_vector(), q.grad().to_vector(), k.grad().to_vector(), v.grad().to_vector()};
+}
+
+/// The fused causal kernel equals the reference kernel: output and q, k, v gradients.
+void expect_fused_equals_reference(const Tensor& q, const Tensor& k, const Tensor& v,
+                                   const AttnMask& mask = AttnMask()) {
+  const auto fused = run_causal(q, k, v, mask, false), ref = run_causal(q, k, v, mask, true);
+  const char* what[] = {"output", "dq", "dk", "dv"};
+  for (size_t t = 0; t < 4; ++t) {
+    ASSERT_EQ(fused[t].size(), ref[t].size());
+    for (size_t i = 0; i < ref[t].size(); ++i)
+      ASSERT_NEAR(fused[t][i], ref[t][i], 1e-5 + 1e-4 * std::abs(ref[t][i]))
+          << what[t] << " element " << i << ", q " << to_string(q.shape()) << ", k "
+          << to_string(k.shape());
+  }
+}
+
+/// Bytes at the peak of forward + backward, above what was live before.
+int64_t peak_of_step(const Tensor& q, const Tensor& k, const Tensor& v) {
+  for (const Tensor& t : {q, k, v}) t.set_grad(Tensor());
+  const int64_t before = memory_stats().live_bytes;
+  reset_peak_memory_stats();
+  {
+    Tensor y = scaled_dot_product_attention(q, k, v, AttnMask(), true);
+    y.backward(ones(y.shape()));
+  }
+  return memory_stats().peak_bytes - before;
+}
+}  // namespace
+
+TEST_F(Attention, FusedCausalEqualsReferenceOverBlockEdges) {
+  ASSERT_EQ(detail::attention_tiles().q, 32);  // the grid below straddles these edges
+  ASSERT_EQ(detail::attention_tiles().k, 128);
+  for (int64_t T : {1, 2, 17, 64, 129})
+    for (int64_t D : {1, 8, 64}) {
+      SCOPED_TRACE("T " + std::to_string(T) + ", D " + std::to_string(D));
+      expect_fused_equals_reference(input({2, 3, T, D}), input({2, 3, T, D}), input({2, 3, T, D}));
+    }
+  // Other batch dims: none, one, three; and Dv != D.
+  expect_fused_equals_reference(input({65, 4}), input({65, 4}), input({65, 4}));
+  expect_fused_equals_reference(input({3, 70, 5}), input({3, 70, 5}), input({3, 70, 2}));
+  expect_fused_equals_reference(input({2, 1, 2, 20, 3}), input({2, 1, 2, 20, 3}), input({2, 1, 2, 20, 7}));
+  // Small and unequal tiles: many edges, tiles that end past Tq or Tk, rows of a tile with no
+  // key yet (bq > bk), and with masks that empty whole rows.
+  for (detail::AttentionTiles t : {detail::AttentionTiles{4, 8, 1}, {8, 3, 1}, {1, 1, 1}, {5, 128, 1}, {64, 64, 1}}) {
+    SCOPED_TRACE("tiles " + std::to_string(t.q) + " x " + std::to_string(t.k));
+    TilesScope tiles(t);
+    expect_fused_equals_reference(input({2, 2, 19, 3}), input({2, 2, 19, 3}), input({2, 2, 19, 2}));
+    expect_fused_equals_reference(input({2, 9, 3}), input({2, 23, 3}), input({2, 23, 3}));
+    expect_fused_equals_reference(input({2, 23, 3}), input({2, 9, 3}), input({2, 9, 3}));
+    Tensor m = bool_mask({2, 1, 19, 19});
+    for (int64_t j = 0; j < 19; ++j) m.data()(1, 0, 6, j) = 1.0f;
+    expect_fused_equals_reference(input({2, 2, 19, 3}), input({2, 2, 19, 3}), input({2, 2, 19, 2}),
+                                  AttnMask::boolean(m));
+  }
+  EXPECT_THROW(detail::set_attention_tiles({0, 64, 1}), ValueError);
+  EXPECT_THROW(detail::set_attention_tiles({32, 64, 0}), ValueError);
+}
+
+TEST_F(Attention, ShortCausalRunsTheReferenceKernelByDefault) {
+  // Below min_keys keys the reference kernel runs: its saved score matrix shows in the peak.
+  detail::set_attention_tiles(detail::AttentionTiles());
+  const int64_t B = 2, H = 4, T = 100, D = 16;
+  Tensor q = input({B, H, T, D}), k = input({B, H, T, D}), v = input({B, H, T, D});
+  EXPECT_GE(peak_of_step(q, k, v), B * H * T * T * 4);
+  Tensor q2 = input({B, H, 128, D}), k2 = input({B, H, 128, D}), v2 = input({B, H, 128, D});
+  EXPECT_LT(peak_of_step(q2, k2, v2), B * H * 128 * 128 * 4);  // the reference saves 2 such
+}
+
+TEST_F(Attention, FusedCausalReadsViews) {
+  // q, k, v as (B, H, T, Dh) views of one packed (B, T, 3·H·Dh) projection, read in place.
+  const int64_t B = 2, T = 67, H = 3, Dh = 8;
+  Tensor x = input({B, T, 3 * H * Dh});
+  auto heads = [&](int64_t part) {
+    return transpose(reshape(slice(x, -1, part * H * Dh, (part + 1) * H * Dh), {B, T, H, Dh}), 1, 2);
+  };
+  ASSERT_FALSE(heads(0).is_contiguous());
+  auto run = [&](bool reference) {
+    x.set_grad(Tensor());
+    Tensor q = heads(0), k = heads(1), v = heads(2);
+    Tensor y;
+    if (reference) {
+      detail::ReferenceAttentionScope scope;
+      y = scaled_dot_product_attention(q.contiguous(), k.contiguous(), v.contiguous(), AttnMask(), true);
+    } else {
+      y = scaled_dot_product_attention(q, k, v, AttnMask(), true);
+    }
+    manual_seed(5);
+    sum(y * rand(y.shape())).backward();
+    return std::make_pair(y.to_vector(), x.grad().to_vector());
+  };
+  const auto fused = run(false), ref = run(true);
+  for (size_t i = 0; i < ref.first.size(); ++i) ASSERT_NEAR(fused.first[i], ref.first[i], 1e-5) << i;
+  for (size_t i = 0; i < ref.second.size(); ++i)
+    ASSERT_NEAR(fused.second[i], ref.second[i], 1e-5 + 1e-4 * std::abs(ref.second[i])) << i;
+}
+
+TEST_F(Attention, FusedCausalCrossLengthsAreTopLeftAligned) {
+  // Key j is excluded for query i when j > i, whatever Tq and Tk are: with Tq > Tk the last
+  // rows see every key, with Tq < Tk the keys past Tq are never seen.
+  for (auto [tq, tk] : {std::pair<int64_t, int64_t>{70, 130}, {130, 65}, {3, 1}, {1, 5}, {64, 65}}) {
+    SCOPED_TRACE("Tq " + std::to_string(tq) + ", Tk " + std::to_string(tk));
+    const Tensor q = input({2, tq, 4}), k = input({2, tk, 4}), v = input({2, tk, 3});
+    expect_fused_equals_reference(q, k, v);
+    const auto fused = scaled_dot_product_attention(q, k, v, AttnMask(), true).to_vector();
+    const auto composed = unfused(q, k, v, AttnMask(), true).to_vector();
+    for (size_t i = 0; i < composed.size(); ++i) ASSERT_NEAR(fused[i], composed[i], 1e-5) << i;
+  }
+  // Tq < Tk: the values of keys past Tq do not matter.
+  Tensor q = input({1, 3, 2}), k = input({1, 5, 2}), v = input({1, 5, 2});
+  const auto before = scaled_dot_product_attention(q, k, v, AttnMask(), true).to_vector();
+  Tensor v2 = v.detach().clone();
+  v2.data()(0, 4, 0) = 100.0f;
+  EXPECT_EQ(scaled_dot_product_attention(q, k, v2, AttnMask(), true).to_vector(), before);
+}
+
+TEST_F(Attention, FusedCausalWithMasksAndAllMaskedRows) {
+  // A boolean key-padding mask and an additive mask without a gradient ride along with the
+  // causal rule; row 3 of batch 0 and row 70 of batch 1 have every key masked (the boolean
+  // mask covers keys 0..i), and so do the rows below 2 of the additive one.
+  const int64_t B = 2, H = 2, T = 75, D = 4;
+  Tensor bm = zeros({B, 1, T, T});
+  for (int64_t i = 0; i < T; ++i) bm.data()(1, 0, i, 0) = i % 5 == 1 ? 1.0f : 0.0f;
+  for (int64_t j = 0; j <= 3; ++j) bm.data()(0, 0, 3, j) = 1.0f;
+  for (int64_t j = 0; j <= 70; ++j) bm.data()(1, 0, 70, j) = 1.0f;
+  Tensor am = input({T, T}).detach();
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < T; ++j) am.data()(i, j) = -kInf;
+  const Tensor q = input({B, H, T, D}), k = input({B, H, T, D}), v = input({B, H, T, D});
+  expect_fused_equals_reference(q, k, v, AttnMask::boolean(bm));
+  expect_fused_equals_reference(q, k, v, AttnMask::additive(am));
+  // The masked rows: zero output and zero gradient, no NaN anywhere.
+  for (const Tensor& t : {q, k, v}) t.set_grad(Tensor());
+  Tensor y = scaled_dot_product_attention(q, k, v, AttnMask::boolean(bm), true);
+  sum(y * y + y).backward();
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t d = 0; d < D; ++d) {
+      EXPECT_EQ(y.data()(0, h, 3, d), 0.0f);
+      EXPECT_EQ(y.data()(1, h, 70, d), 0.0f);
+      EXPECT_EQ(q.grad().data()(0, h, 3, d), 0.0f);
+      EXPECT_EQ(q.grad().data()(1, h, 70, d), 0.0f);
+    }
+  for (const Tensor& t : {q, k, v})
+    for (float g : t.grad().to_vector()) ASSERT_FALSE(std::isnan(g));
+}
+
+TEST_F(Attention, FusedCausalGradcheck) {
+  check([](const Inputs& x) { return scaled_dot_product_attention(x[0], x[1], x[2], AttnMask(), true); },
+        {input({2, 5, 3}), input({2, 5, 3}), input({2, 5, 2})});
+  // Across a query and a key block edge, Tq != Tk.
+  check([](const Inputs& x) { return scaled_dot_product_attention(x[0], x[1], x[2], AttnMask(), true); },
+        {input({1, 66, 2}), input({1, 68, 2}), input({1, 68, 1})});
+  const Tensor bm = bool_mask({2, 1, 6, 6});
+  check([bm](const Inputs& x) {
+          return scaled_dot_product_attention(x[0], x[1], x[2], AttnMask::boolean(bm), true);
+        },
+        {input({2, 2, 6, 3}), input({2, 2, 6, 3}), input({2, 2, 6, 3})});
+  // Self-attention: one tensor as q, k and v.
+  check([](const Inputs& x) { return scaled_dot_product_attention(x[0], x[0], x[0], AttnMask(), true); },
+        {input({2, 7, 3})});
+}
+
+TEST_F(Attention, FusedCausalRefusesChangedInputs) {
+  Tensor x = input({2, 5, 3}) * 1.0f;
+  Tensor y = scaled_dot_product_attention(x, x, x, AttnMask(), true);
+  x.mul_(2.0f);
+  EXPECT_THROW(sum(y).backward(), Error);
+}
+
+TEST_F(Attention, FusedCausalSavesNoScoreMatrix) {
+  // B·H = 8 heads, T = 256: one (Tq, Tk) matrix per head is 2 MiB; q, k, v, y and their
+  // gradients are 128 KiB each. The reference saves P and builds dS (two such matrices); the
+  // fused kernel keeps one tile per thread and a logsumexp per row.
+  const int64_t B = 2, H = 4, T = 256, D = 16;
+  const int64_t scores = B * H * T * T * 4, operand = B * H * T * D * 4;
+  Tensor q = input({B, H, T, D}), k = input({B, H, T, D}), v = input({B, H, T, D});
+  const int64_t fused = peak_of_step(q, k, v);
+  int64_t reference = 0;
+  {
+    detail::ReferenceAttentionScope scope;
+    reference = peak_of_step(q, k, v);
+  }
+  EXPECT_GE(reference, 2 * scores);
+  EXPECT_LT(fused, 8 * operand) << "fused " << fused << " bytes, reference " << reference;
+  EXPECT_LT(fused, scores / 2);
+}
+
+TEST_F(Attention, FusedCausalSplitsHeadsAcrossThreads) {
+  // Each head is computed by the same code whichever thread takes it: the results at 3 threads
+  // equal those at 1 bit for bit, and the reference kernel's within float tolerance.
+  const Tensor q = input({2, 5, 40, 8}), k = input({2, 5, 40, 8}), v = input({2, 5, 40, 8});
+  set_num_threads(1);
+  const auto one = run_causal(q, k, v, AttnMask(), false);
+  set_num_threads(3);
+  const auto three = run_causal(q, k, v, AttnMask(), false);
+  expect_fused_equals_reference(q, k, v);
+  set_num_threads(1);
+  for (size_t t = 0; t < one.size(); ++t) EXPECT_EQ(one[t], three[t]) << "output/dq/dk/dv " << t;
 }

@@ -7,15 +7,19 @@
 // Legend: B = batch, H = heads, N = B·H, Tq = queries, Tk = keys, D = head dim,
 // Dv = value head dim. S = scores, P = softmax weights, Pd = P after dropout.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <optional>
 
+#include <xsimd/xsimd.hpp>
 #include <xtensor/xmath.hpp>
 #include <xtensor/xnoalias.hpp>
 
 #include "ops/attention.h"
 #include "backend/gemm.h"
+#include "backend/thread_pool.h"
+#include "tapegrad/device.h"
 #include "ops/lane_sum.h"
 #include "tapegrad/random.h"
 
@@ -62,16 +66,9 @@ MaskIndex index_mask(const Shape& ms, const Shape& full, const char* op) {
 // S = (Q Kᵀ)/√D + mask,  P = softmax(S) (row of -inf only: P = 0),  Pd = P ⊙ M/(1-p),  O = Pd V
 //   dV = Pdᵀ G,  dP = (G Vᵀ) ⊙ M/(1-p),  dS = P ⊙ (dP - Σ_j dP ⊙ P),
 //   dQ = dS K/√D,  dK = dSᵀ Q/√D,  dmask = dS
-Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, const Tensor& v,
-                 const AttnMask& mask_arg, bool is_causal, float dropout_p, bool training,
-                 Tensor* weights) {
-  AttnMask mask = mask_arg;  // the kernel reads the mask's values as one row-major block
-  if (mask.defined() && mask.is_boolean() && !mask.values.is_floating_point())
-    mask.values = mask.values.to(kFloat32);  // a bool mask: true (1) = masked out
-  if (mask.defined() && !mask.values.is_contiguous()) mask.values = mask.values.contiguous();
-  if (!(dropout_p >= 0.0f && dropout_p <= 1.0f))
-    throw ValueError(std::string(s.op) + ": dropout_p must be in [0, 1], got " +
-                     std::to_string(dropout_p));
+Tensor reference_attention(const AttentionShape& s, const Tensor& q, const Tensor& k,
+                           const Tensor& v, const AttnMask& mask, bool is_causal, float dropout_p,
+                           bool training, Tensor* weights) {
   const int64_t N = s.B * s.H, Tq = s.Tq, Tk = s.Tk;
   Shape full = s.lead;
   full.push_back(Tq);
@@ -189,6 +186,348 @@ Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, cons
                   }
                   if (ctx.needs(3)) ctx.give(3, std::move(ds));
                 });
+}
+
+// ---- the fused causal kernel -----------------------------------------------------------------
+// FlashAttention's recurrence (Dao et al., 2022, with FlashAttention-2's loop order), one head
+// at a time. For each tile of bq query rows i, over the tiles of bk keys j that reach its
+// diagonal (the tiles above it are never computed):
+//   S = Q_i K_jᵀ/√D (+ mask; key > query: -inf),   m' = max(m, rowmax S),   P = exp(S - m'),
+//   l = l·exp(m - m') + rowsum P,                   O_i = O_i·exp(m - m') + P V_j
+// then O_i /= l, and L_i = m + log l is the row's logsumexp, saved instead of P. The backward
+// recomputes each tile, P = exp(S - L), and with Δ_i = rowsum(dO_i ⊙ O_i):
+//   dV_j += Pᵀ dO_i,  dP = dO_i V_jᵀ,  dS = P ⊙ (dP - Δ),  dQ_i += dS K_j/√D,  dK_j += dSᵀ Q_i/√D
+// A row whose keys are all masked keeps l = 0: its output is 0 and L = +inf, so P = 0 and it
+// passes no gradient (the reference kernel's rule). Every product is one small GEMM on the
+// CPU (cpu_gemm); the heads are split across tapegrad's threads.
+
+namespace {
+
+using Batch = xsimd::batch<float>;
+std::atomic<int64_t> g_tile_q{AttentionTiles{}.q}, g_tile_k{AttentionTiles{}.k},
+    g_min_keys{AttentionTiles{}.min_keys};  // attention_tiles()
+constexpr float kPosInf = std::numeric_limits<float>::infinity();
+
+/// row[j] = exp(row[j] - shift) for j < n (shift finite; exp(-inf) = 0); returns their sum.
+float exp_shifted(float* row, int64_t n, float shift) {
+  constexpr int64_t L = static_cast<int64_t>(Batch::size);
+  const Batch sh(shift);
+  Batch acc(0.0f);
+  int64_t j = 0;
+  for (; j + L <= n; j += L) {
+    const Batch e = xsimd::exp(Batch::load_unaligned(row + j) - sh);
+    e.store_unaligned(row + j);
+    acc += e;
+  }
+  float sum = xsimd::hadd(acc);
+  for (; j < n; ++j) {
+    row[j] = std::exp(row[j] - shift);
+    sum += row[j];
+  }
+  return sum;
+}
+
+/// max_j row[j] over j < n (-inf if n = 0).
+float row_max(const float* row, int64_t n) {
+  constexpr int64_t L = static_cast<int64_t>(Batch::size);
+  float mx = kNegInf;
+  int64_t j = 0;
+  if (n >= L) {
+    Batch acc = Batch::load_unaligned(row);
+    for (j = L; j + L <= n; j += L) acc = xsimd::max(acc, Batch::load_unaligned(row + j));
+    alignas(64) float lanes[L];
+    acc.store_aligned(lanes);
+    for (int64_t l = 0; l < L; ++l) mx = std::max(mx, lanes[l]);
+  }
+  for (; j < n; ++j) mx = std::max(mx, row[j]);
+  return mx;
+}
+
+/// What the forward and the backward of one call share: the sizes and operands.
+struct CausalPlan {
+  AttentionShape s;
+  float scale = 1.0f;
+  const float *q = nullptr, *k = nullptr, *v = nullptr;  // element 0 of each operand
+  const float* mask = nullptr;                           // row-major, indexed by mi
+  MaskIndex mi;
+  bool boolean = false;
+  int64_t bq = 0, bk = 0;  // the tile: bq queries × bk keys (attention_tiles())
+};
+
+/// One head's matrices (head n = b·H + h).
+struct HeadPtr {
+  const float *q, *k, *v, *mask;
+};
+
+HeadPtr head_of(const CausalPlan& c, int64_t n) {
+  const int64_t b = n / c.s.H, h = n % c.s.H;
+  return {c.q + b * c.s.q.sb + h * c.s.q.sh, c.k + b * c.s.k.sb + h * c.s.k.sh,
+          c.v + b * c.s.v.sb + h * c.s.v.sh,
+          c.mask ? c.mask + c.mi.offset[static_cast<size_t>(n)] : nullptr};
+}
+
+/// Zeroes rows × cols of a tile whose rows are ld apart.
+void zero_tile(float* t, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) std::fill(t + r * ld, t + r * ld + cols, 0.0f);
+}
+
+/// The scores of rows i0.., keys k0.. (rows × cols, row stride bk) into S: Q Kᵀ/√D, the mask
+/// applied, and -inf on every key j > query i. The tile is zeroed here and the product added
+/// to it (beta = 1): with beta = 0 OpenBLAS makes a separate pass over C to zero it.
+void score_tile(const CausalPlan& c, const HeadPtr& hp, int64_t i0, int64_t rows, int64_t k0,
+                int64_t cols, float* S) {
+  zero_tile(S, rows, cols, c.bk);
+  gemm::cpu_gemm(false, true, rows, cols, c.s.D, c.scale, hp.q + i0 * c.s.q.ld, c.s.q.ld,
+                 hp.k + k0 * c.s.k.ld, c.s.k.ld, 1.0f, S, c.bk);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = S + r * c.bk;
+    const int64_t i = i0 + r;
+    const int64_t visible = std::max<int64_t>(0, std::min(cols, i - k0 + 1));  // keys j <= i
+    if (hp.mask) {
+      const float* m = hp.mask + i * c.mi.sq + k0 * c.mi.sk;
+      for (int64_t j = 0; j < visible; ++j) {
+        const float mv = m[j * c.mi.sk];
+        row[j] = c.boolean ? (mv != 0.0f ? kNegInf : row[j]) : row[j] + mv;
+      }
+    }
+    std::fill(row + visible, row + cols, kNegInf);
+  }
+}
+
+/// The forward of head n: its output rows (layout s.out) and logsumexps lse[Tq].
+/// scratch: bq·bk + 2·bq floats.
+void causal_forward_head(const CausalPlan& c, int64_t n, float* out, float* lse, float* scratch) {
+  const AttentionShape& s = c.s;
+  const HeadPtr hp = head_of(c, n);
+  float* O = out + (n / s.H) * s.out.sb + (n % s.H) * s.out.sh;
+  const int64_t lo = s.out.ld;
+  float* S = scratch;          // (bq, bk)
+  float* m = S + c.bq * c.bk;  // running max per row
+  float* l = m + c.bq;         // running sum per row
+  for (int64_t i0 = 0; i0 < s.Tq; i0 += c.bq) {
+    const int64_t rows = std::min(c.bq, s.Tq - i0);
+    const int64_t kend = std::min(s.Tk, i0 + rows);  // the last row sees keys < i0 + rows
+    std::fill(m, m + rows, kNegInf);
+    std::fill(l, l + rows, 0.0f);
+    for (int64_t r = 0; r < rows; ++r) std::fill(O + (i0 + r) * lo, O + (i0 + r) * lo + s.Dv, 0.0f);
+    for (int64_t k0 = 0; k0 < kend; k0 += c.bk) {
+      const int64_t cols = std::min(c.bk, kend - k0);
+      score_tile(c, hp, i0, rows, k0, cols, S);
+      for (int64_t r = 0; r < rows; ++r) {
+        float* row = S + r * c.bk;
+        const float m_new = std::max(m[r], row_max(row, cols));
+        if (m_new == kNegInf) {  // no key of this row seen yet: P = 0
+          std::fill(row, row + cols, 0.0f);
+          continue;
+        }
+        const float rescale = std::exp(m[r] - m_new);  // 0 on the row's first keys
+        l[r] = l[r] * rescale + exp_shifted(row, cols, m_new);
+        if (rescale != 1.0f) {
+          float* o = O + (i0 + r) * lo;
+          for (int64_t d = 0; d < s.Dv; ++d) o[d] *= rescale;
+        }
+        m[r] = m_new;
+      }
+      gemm::cpu_gemm(false, false, rows, s.Dv, cols, 1.0f, S, c.bk, hp.v + k0 * s.v.ld, s.v.ld, 1.0f,
+                     O + i0 * lo, lo);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      if (l[r] == 0.0f) {  // all keys masked: O stays 0
+        lse[i0 + r] = kPosInf;
+        continue;
+      }
+      const float inv = 1.0f / l[r];
+      float* o = O + (i0 + r) * lo;
+      for (int64_t d = 0; d < s.Dv; ++d) o[d] *= inv;
+      lse[i0 + r] = m[r] + std::log(l[r]);
+    }
+  }
+}
+
+/// Where head n's gradients go (null: not needed), in the layouts s.dq, s.dk, s.dv.
+struct HeadGrads {
+  float *dq, *dk, *dv;
+};
+
+/// The backward of head n: adds into its dq, dk, dv. g and o: dL/dO and O (layout s.out).
+/// scratch: 2·bq·bk + Tq floats.
+void causal_backward_head(const CausalPlan& c, int64_t n, const float* g, const float* o,
+                          const float* lse, HeadGrads dg, float* scratch) {
+  const AttentionShape& s = c.s;
+  const HeadPtr hp = head_of(c, n);
+  const int64_t b = n / s.H, h = n % s.H;
+  const int64_t lo = s.out.ld;
+  const float* G = g + b * s.out.sb + h * s.out.sh;
+  const float* O = o + b * s.out.sb + h * s.out.sh;
+  float* dQ = dg.dq ? dg.dq + b * s.dq.sb + h * s.dq.sh : nullptr;
+  float* dK = dg.dk ? dg.dk + b * s.dk.sb + h * s.dk.sh : nullptr;
+  float* dV = dg.dv ? dg.dv + b * s.dv.sb + h * s.dv.sh : nullptr;
+  float* P = scratch;               // (bq, bk)
+  float* dS = P + c.bq * c.bk;      // (bq, bk)
+  float* delta = dS + c.bq * c.bk;  // (Tq)
+  for (int64_t i = 0; i < s.Tq; ++i) {
+    const float* gi = G + i * lo;
+    const float* oi = O + i * lo;
+    delta[i] = static_cast<float>(
+        lane_sum(static_cast<size_t>(s.Dv), [&](size_t d) { return gi[d] * oi[d]; }));
+  }
+  for (int64_t i0 = 0; i0 < s.Tq; i0 += c.bq) {
+    const int64_t rows = std::min(c.bq, s.Tq - i0);
+    const int64_t kend = std::min(s.Tk, i0 + rows);
+    for (int64_t k0 = 0; k0 < kend; k0 += c.bk) {
+      const int64_t cols = std::min(c.bk, kend - k0);
+      score_tile(c, hp, i0, rows, k0, cols, P);
+      for (int64_t r = 0; r < rows; ++r) {
+        float* row = P + r * c.bk;
+        const float L = lse[i0 + r];
+        if (L == kPosInf) std::fill(row, row + cols, 0.0f);  // all keys masked
+        else exp_shifted(row, cols, L);
+      }
+      if (dV)
+        gemm::cpu_gemm(true, false, cols, s.Dv, rows, 1.0f, P, c.bk, G + i0 * lo, lo, 1.0f,
+                       dV + k0 * s.dv.ld, s.dv.ld);
+      if (!dQ && !dK) continue;
+      zero_tile(dS, rows, cols, c.bk);  // and beta = 1, as in score_tile
+      gemm::cpu_gemm(false, true, rows, cols, s.Dv, 1.0f, G + i0 * lo, lo, hp.v + k0 * s.v.ld,
+                     s.v.ld, 1.0f, dS, c.bk);
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* pr = P + r * c.bk;
+        float* dr = dS + r * c.bk;
+        const float di = delta[i0 + r];
+        for (int64_t j = 0; j < cols; ++j) dr[j] = pr[j] * (dr[j] - di);
+      }
+      if (dQ)
+        gemm::cpu_gemm(false, false, rows, s.D, cols, c.scale, dS, c.bk, hp.k + k0 * s.k.ld, s.k.ld,
+                       1.0f, dQ + i0 * s.dq.ld, s.dq.ld);
+      if (dK)
+        gemm::cpu_gemm(true, false, cols, s.D, rows, c.scale, dS, c.bk, hp.q + i0 * s.q.ld, s.q.ld,
+                       1.0f, dK + k0 * s.dk.ld, s.dk.ld);
+    }
+  }
+}
+
+/// f(n, scratch) for every head n < N, the heads split across tapegrad's threads, each part
+/// with a scratch buffer of `floats` floats of its own.
+template <class F>
+void for_each_head(int64_t N, int64_t floats, F&& f) {
+  const int parts = static_cast<int>(std::min<int64_t>(N, pool_threads()));
+  std::vector<Array> scratch;  // allocated here: f must not throw
+  for (int p = 0; p < std::max(parts, 1); ++p)
+    scratch.push_back(Array::from_shape({static_cast<size_t>(floats)}));
+  if (parts <= 1) {
+    for (int64_t n = 0; n < N; ++n) f(n, scratch[0].data());
+    return;
+  }
+  parallel_for(parts, [&](int p) {
+    for (int64_t n = N * p / parts; n < N * (p + 1) / parts; ++n)
+      f(n, scratch[static_cast<size_t>(p)].data());
+  });
+}
+
+thread_local bool t_reference_only = false;  // a ReferenceAttentionScope is alive
+
+}  // namespace
+
+// The fused causal kernel: the recurrence above. Saves q, k, v, O and L (N·Tq floats).
+Tensor causal_attention(const AttentionShape& s, const Tensor& q, const Tensor& k,
+                        const Tensor& v, const AttnMask& mask) {
+  const int64_t N = s.B * s.H;
+  CausalPlan c;
+  c.s = s;
+  c.scale = 1.0f / std::sqrt(static_cast<float>(s.D));
+  c.bq = g_tile_q.load(std::memory_order_relaxed);
+  c.bk = g_tile_k.load(std::memory_order_relaxed);
+  if (mask.defined()) {
+    Shape full = s.lead;
+    full.push_back(s.Tq);
+    full.push_back(s.Tk);
+    c.mi = index_mask(mask.values.shape(), full, s.op);
+    c.boolean = mask.is_boolean();
+  }
+  c.q = q.impl()->ptr();
+  c.k = k.impl()->ptr();
+  c.v = v.impl()->ptr();
+  c.mask = mask.defined() ? mask.values.impl()->ptr() : nullptr;
+
+  auto out = make_storage(Array::from_shape(to_xshape(s.out_shape)));
+  auto lse = std::make_shared<Array>(Array::from_shape({static_cast<size_t>(N * s.Tq)}));
+  float* po = out->data.data();
+  float* pl = lse->data();
+  for_each_head(N, c.bq * c.bk + 2 * c.bq, [&](int64_t n, float* scratch) {
+    causal_forward_head(c, n, po, pl + n * s.Tq, scratch);
+  });
+
+  const Saved sq = Saved::strided(q), sk = Saved::strided(k), sv = Saved::strided(v),
+              so(out), sm = mask.defined() ? Saved::strided(mask.values) : Saved();
+  const Shape q_shape = q.shape(), k_shape = k.shape(), v_shape = v.shape();
+  return record(s.op, out, {q, k, v},
+                [c, sq, sk, sv, so, sm, lse, q_shape, k_shape, v_shape](BackwardContext& ctx) {
+                  CausalPlan plan = c;  // the operands, checked for in-place changes since
+                  plan.q = ctx.read_data(sq);
+                  plan.k = ctx.read_data(sk);
+                  plan.v = ctx.read_data(sv);
+                  plan.mask = sm.defined() ? ctx.read_data(sm) : nullptr;
+                  const AttentionShape& s = plan.s;
+                  auto zeros_if = [](bool need, const Shape& shape) {
+                    Array a;
+                    if (need) {
+                      a = Array::from_shape(to_xshape(shape));
+                      std::fill(a.begin(), a.end(), 0.0f);
+                    }
+                    return a;
+                  };
+                  Array dq = zeros_if(ctx.needs(0), q_shape), dk = zeros_if(ctx.needs(1), k_shape),
+                        dv = zeros_if(ctx.needs(2), v_shape);
+                  const HeadGrads dg{ctx.needs(0) ? dq.data() : nullptr,
+                                     ctx.needs(1) ? dk.data() : nullptr,
+                                     ctx.needs(2) ? dv.data() : nullptr};
+                  const float* g = ctx.grad.data();
+                  const float* o = ctx.read_data(so);
+                  const float* pl = lse->data();
+                  for_each_head(s.B * s.H, 2 * plan.bq * plan.bk + s.Tq, [&](int64_t n, float* scratch) {
+                    causal_backward_head(plan, n, g, o, pl + n * s.Tq, dg, scratch);
+                  });
+                  if (ctx.needs(0)) ctx.give(0, std::move(dq));
+                  if (ctx.needs(1)) ctx.give(1, std::move(dk));
+                  if (ctx.needs(2)) ctx.give(2, std::move(dv));
+                });
+}
+
+AttentionTiles attention_tiles() { return {g_tile_q.load(), g_tile_k.load(), g_min_keys.load()}; }
+
+void set_attention_tiles(AttentionTiles tiles) {
+  if (tiles.q < 1 || tiles.k < 1 || tiles.min_keys < 1)
+    throw ValueError("set_attention_tiles: tile sizes and min_keys must be >= 1, got " +
+                     std::to_string(tiles.q) + " × " + std::to_string(tiles.k) + ", min_keys " +
+                     std::to_string(tiles.min_keys));
+  g_tile_q = tiles.q;
+  g_tile_k = tiles.k;
+  g_min_keys = tiles.min_keys;
+}
+
+ReferenceAttentionScope::ReferenceAttentionScope() : previous_(t_reference_only) {
+  t_reference_only = true;
+}
+ReferenceAttentionScope::~ReferenceAttentionScope() { t_reference_only = previous_; }
+
+// The dispatcher: the fused causal kernel where it applies, the reference kernel elsewhere
+// (and on the GPU, whose products want the whole score matrix at once).
+Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, const Tensor& v,
+                 const AttnMask& mask_arg, bool is_causal, float dropout_p, bool training,
+                 Tensor* weights) {
+  AttnMask mask = mask_arg;  // the kernels read the mask's values as one row-major block
+  if (mask.defined() && mask.is_boolean() && !mask.values.is_floating_point())
+    mask.values = mask.values.to(kFloat32);  // a bool mask: true (1) = masked out
+  if (mask.defined() && !mask.values.is_contiguous()) mask.values = mask.values.contiguous();
+  if (!(dropout_p >= 0.0f && dropout_p <= 1.0f))
+    throw ValueError(std::string(s.op) + ": dropout_p must be in [0, 1], got " +
+                     std::to_string(dropout_p));
+  const bool dropping = training && dropout_p > 0.0f;
+  const bool mask_grad = mask.defined() && !mask.is_boolean() && mask.values.requires_grad();
+  if (is_causal && !dropping && !weights && !mask_grad && !t_reference_only &&
+      s.Tk >= g_min_keys.load(std::memory_order_relaxed) && current_device() == Device::CPU)
+    return causal_attention(s, q, k, v, mask);
+  return reference_attention(s, q, k, v, mask, is_causal, dropout_p, training, weights);
 }
 
 }  // namespace detail

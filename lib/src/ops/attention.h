@@ -27,10 +27,55 @@ struct AttentionShape {
 };
 
 /// The kernel. Shapes of q, k, v must already fit `s`; the mask is checked here (it must
-/// broadcast to lead + (Tq, Tk)).
+/// broadcast to lead + (Tq, Tk)). Causal attention without dropout, returned weights or a
+/// mask that needs a gradient runs the fused causal kernel (causal_attention); everything
+/// else, and causal attention over fewer than attention_tiles().min_keys keys, the reference
+/// kernel (reference_attention).
 Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, const Tensor& v,
                  const AttnMask& mask, bool is_causal, float dropout_p, bool training,
                  Tensor* weights);
+
+/// The reference kernel: the whole (Tq, Tk) score matrix of every head, softmax over it, and
+/// P saved for the backward. Handles every case. The mask must be contiguous.
+Tensor reference_attention(const AttentionShape& s, const Tensor& q, const Tensor& k,
+                           const Tensor& v, const AttnMask& mask, bool is_causal, float dropout_p,
+                           bool training, Tensor* weights);
+
+/// The fused causal kernel (FlashAttention's tiling): tiles of attention_tiles() queries by
+/// keys, none above the diagonal, an online softmax; saves q, k, v, the output and each row's
+/// logsumexp (no Tq × Tk matrix), and recomputes the tiles in the backward. No dropout and no
+/// weights; the mask (contiguous) may not need a gradient.
+Tensor causal_attention(const AttentionShape& s, const Tensor& q, const Tensor& k,
+                        const Tensor& v, const AttnMask& mask);
+
+/// The fused kernel's tile: q queries × k keys. Settable for tests (small tiles put many edges
+/// in small inputs) and benchmarks; a call reads it once, at its forward. The default, 32 × 128,
+/// took the fewest instructions at B 8, H 8, T 128, D 32 (callgrind, forward + backward, in
+/// millions: 64 × 64 106, 32 × 32 105, 64 × 128 100, 32 × 128 89, 16 × 128 88; the reference
+/// kernel 104): rows of 32 skip most of the upper triangle, and a key tile as long as T keeps
+/// the products few.
+/// min_keys: causal attention over fewer keys runs the reference kernel, whose score matrix is
+/// small there and which measured faster (W3's T 64: 55 against 57 million instructions, and
+/// about 20% less CPU time on a busy machine).
+struct AttentionTiles {
+  int64_t q = 32, k = 128;
+  int64_t min_keys = 128;
+};
+AttentionTiles attention_tiles();
+void set_attention_tiles(AttentionTiles tiles);
+
+/// While one is alive, attention() on this thread runs the reference kernel even where the
+/// fused causal one applies: tests compare the two, benchmarks time both.
+class ReferenceAttentionScope {
+ public:
+  ReferenceAttentionScope();
+  ~ReferenceAttentionScope();
+  ReferenceAttentionScope(const ReferenceAttentionScope&) = delete;
+  ReferenceAttentionScope& operator=(const ReferenceAttentionScope&) = delete;
+
+ private:
+  bool previous_;
+};
 
 }  // namespace detail
 }  // namespace tg
