@@ -9,6 +9,7 @@
 // version (batches, LSTM/GRU, checkpoints). Usage: tutorial_rnn [steps] [hidden].
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -77,14 +78,14 @@ int main(int argc, char** argv) {
   const ex::CharVocab vocab(data.train.words);
   const auto n_languages = static_cast<int64_t>(data.languages.size());
 
-  RNN rnn(vocab.size(), hidden_size, n_languages);
-  auto params = rnn.named_parameters();
+  auto rnn = std::make_shared<RNN>(vocab.size(), hidden_size, n_languages);
+  auto params = rnn->named_parameters();
   std::printf("%zu parameter tensors; i2h.weight %s, h2o.weight %s\n", params.size(),
               tg::to_string(params["i2h.weight"].sizes()).c_str(),
               tg::to_string(params["h2o.weight"].sizes()).c_str());
-  tg::optim::SGD optimizer(rnn.parameters(), /*lr=*/0.01);
+  tg::optim::SGD optimizer(rnn->parameters(), /*lr=*/0.01);
 
-  const auto [loss_before, accuracy_before] = evaluate(rnn, vocab, data.val);
+  const auto [loss_before, accuracy_before] = evaluate(*rnn, vocab, data.val);
   std::printf("before: validation loss %.4f, accuracy %.1f%%\n", loss_before, accuracy_before);
   const int64_t report_every = steps >= 5 ? steps / 5 : 1;
   double running = 0;
@@ -94,7 +95,7 @@ int main(int argc, char** argv) {
     const tg::Tensor target = tg::tensor(std::vector<int64_t>{data.train.labels[i]}, {1});
     const tg::Tensor loss = optimizer.step([&] {
       optimizer.zero_grad();
-      tg::Tensor l = tg::nll_loss(classify(rnn, word), target);
+      tg::Tensor l = tg::nll_loss(classify(*rnn, word), target);
       l.backward();
       return l;
     });
@@ -105,11 +106,11 @@ int main(int argc, char** argv) {
       running = 0;
     }
   }
-  const auto [loss_after, accuracy_after] = evaluate(rnn, vocab, data.val);
+  const auto [loss_after, accuracy_after] = evaluate(*rnn, vocab, data.val);
   std::printf("after:  validation loss %.4f, accuracy %.1f%%\n", loss_after, accuracy_after);
 
   for (const char* name : {"albert", "schmidt", "dubois", "kowalski"}) {
-    const tg::Tensor output = classify(rnn, word_to_tensor(vocab, ex::utf8_decode(name)));
+    const tg::Tensor output = classify(*rnn, word_to_tensor(vocab, ex::utf8_decode(name)));
     std::printf("  %-9s -> %s\n", name, data.languages[output.argmax(1).item<int64_t>()].c_str());
   }
   if (!(loss_after < loss_before)) {
