@@ -71,7 +71,12 @@ std::pair<float, float> evaluate(RNN& rnn, const ex::CharVocab& vocab, const ex:
 int main(int argc, char** argv) {
   const int64_t steps = argc > 1 ? std::atoll(argv[1]) : 20000;
   const int64_t hidden_size = argc > 2 ? std::atoll(argv[2]) : 128;
+  if (argc > 3 || steps < 1 || hidden_size < 1) {
+    std::fprintf(stderr, "usage: tutorial_rnn [steps >= 1] [hidden size >= 1]\n");
+    return 2;
+  }
   tg::manual_seed(0);
+  tg::set_num_threads(1);  // (1, H) products: one thread is fastest
   ex::WordsData data = ex::load_words(ex::words_dir());
   data.val.words.resize(300);
   data.val.labels.resize(300);
