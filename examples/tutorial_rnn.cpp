@@ -7,6 +7,7 @@
 // It trains with plain SGD on random training words and checks that the loss on 300
 // validation words falls (exit code 1 if it does not). char_rnn_classify.cpp is the long
 // version (batches, LSTM/GRU, checkpoints). Usage: tutorial_rnn [steps] [hidden].
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -43,9 +44,9 @@ struct RNN : nn::Module {
 
 /// A word as one-hot characters: (T, 1, V), as the tutorial's lineToTensor.
 tg::Tensor word_to_tensor(const ex::CharVocab& vocab, const std::u32string& word) {
-  const auto ids = static_cast<int64_t>(word.size());
-  const tg::Tensor chars = tg::tensor(vocab.encode(word), {ids});  // int64 (T)
-  return tg::one_hot(chars, vocab.size()).to(tg::kFloat32).view({ids, 1, vocab.size()});
+  const auto T = static_cast<int64_t>(word.size());
+  const tg::Tensor chars = tg::tensor(vocab.encode(word), {T});  // int64 (T)
+  return tg::one_hot(chars, vocab.size()).to(tg::kFloat32).view({T, 1, vocab.size()});
 }
 
 /// Runs the RNN over a word: the log-probabilities after its last character (1, K).
@@ -78,8 +79,9 @@ int main(int argc, char** argv) {
   tg::manual_seed(0);
   tg::set_num_threads(1);  // (1, H) products: one thread is fastest
   ex::WordsData data = ex::load_words(ex::words_dir());
-  data.val.words.resize(300);
-  data.val.labels.resize(300);
+  const size_t n_val = std::min<size_t>(300, data.val.words.size());  // a quick validation set
+  data.val.words.resize(n_val);
+  data.val.labels.resize(n_val);
   const ex::CharVocab vocab(data.train.words);
   const auto n_languages = static_cast<int64_t>(data.languages.size());
 
