@@ -122,3 +122,10 @@ endif()
 # ---- custom_module ---------------------------------------------------------------------------
 example_test(custom_module custom_module 0 "gradcheck of GLU: ok.*saved to .*reloaded: identical outputs"
   ARGS ck/glu.ckpt)
+
+# ---- tutorial_rnn (PyTorch's name-classification tutorial): the validation loss falls ---------
+example_test(tutorial_rnn tutorial_rnn 0
+  "i2h.weight \\[32, 60\\].*after: .*the validation loss fell"
+  ARGS 3000 32)
+example_test(tutorial_rnn.bad_steps tutorial_rnn nonzero "usage: tutorial_rnn \\[steps >= 1\\]"
+  ARGS 0)
