@@ -11,11 +11,9 @@
 #include <limits>
 #include <optional>
 
-#include <xtensor/xmath.hpp>
-#include <xtensor/xnoalias.hpp>
-
 #include "ops/attention.h"
 #include "backend/gemm.h"
+#include "backend/vec.h"
 #include "ops/lane_sum.h"
 #include "tapegrad/random.h"
 
@@ -111,7 +109,7 @@ Tensor attention(const AttentionShape& s, const Tensor& q, const Tensor& k, cons
       for (int64_t j = 0; j < end; ++j) row[j] -= mx;
       std::fill(row + end, row + Tk, kNegInf);
     }
-  xt::noalias(*P) = xt::exp(*P);
+  vec::kernels().exp(p, p, P->size());
   for (int64_t r = 0; r < N * Tq; ++r) {
     float* row = p + r * Tk;
     const double z = lane_sum(static_cast<size_t>(Tk), [&](size_t j) { return row[j]; });
