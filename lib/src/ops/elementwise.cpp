@@ -70,8 +70,10 @@ Tensor mul(const Tensor& a_arg, const Tensor& b_arg) {
   const Saved sb = rec && a.requires_grad() ? Saved(b) : Saved();
   return record("mul", binary(Binary::Mul, val(a), val(b)), {a, b}, [sa, sb](BackwardContext& ctx) {
     if (ctx.needs(0) && ctx.needs(1)) ctx.give(0, binary(Binary::Mul, ctx.grad, ctx.read(sb)));
-    else if (ctx.needs(0)) ctx.give(0, in_place(ctx, [&](Array& g) { binary_(Binary::Mul, g, ctx.read(sb)); }));
-    if (ctx.needs(1)) ctx.give(1, in_place(ctx, [&](Array& g) { binary_(Binary::Mul, g, ctx.read(sa)); }));
+    else if (ctx.needs(0))
+      ctx.give(0, in_place(ctx, [&](Array& g) { binary_(Binary::Mul, g, ctx.read(sb)); }));
+    if (ctx.needs(1))
+      ctx.give(1, in_place(ctx, [&](Array& g) { binary_(Binary::Mul, g, ctx.read(sa)); }));
   });
 }
 
@@ -195,7 +197,9 @@ Tensor tanh(const Tensor& a_arg) {
   auto y = make_storage(unary(vec::kernels().tanh, val(a)));
   return record("tanh", y, {a}, [sy = Saved(y)](BackwardContext& ctx) {
     const View& v = ctx.read(sy);
-    ctx.give(0, in_place(ctx, [&](Array& g) { vec::kernels().tanh_backward(g.data(), v.data(), g.size()); }));
+    ctx.give(0, in_place(ctx, [&](Array& g) {
+      vec::kernels().tanh_backward(g.data(), v.data(), g.size());  // g (1 - y²)
+    }));
   });
 }
 
@@ -207,7 +211,9 @@ Tensor sigmoid(const Tensor& a_arg) {
   auto y = make_storage(unary(vec::kernels().sigmoid, val(a)));
   return record("sigmoid", y, {a}, [sy = Saved(y)](BackwardContext& ctx) {
     const View& v = ctx.read(sy);
-    ctx.give(0, in_place(ctx, [&](Array& g) { vec::kernels().sigmoid_backward(g.data(), v.data(), g.size()); }));
+    ctx.give(0, in_place(ctx, [&](Array& g) {
+      vec::kernels().sigmoid_backward(g.data(), v.data(), g.size());  // g y (1 - y)
+    }));
   });
 }
 
@@ -246,13 +252,11 @@ Tensor gelu(const Tensor& a_arg, bool approximate) {
   }
   // The derivative is saved instead of x (the same size): erf is the costly part and is
   // at hand in the forward, and backward becomes one product, computed in g's buffer.
+  const bool rec = will_record(a);
   Array y = Array::from_shape(x.shape());
-  if (!will_record(a)) {
-    vec::kernels().gelu(x.data(), y.data(), nullptr, y.size());
-    return record("gelu", std::move(y), {a}, nullptr);
-  }
-  auto dydx = std::make_shared<Array>(Array::from_shape(x.shape()));  // Φ(x) + x·φ(x)
-  vec::kernels().gelu(x.data(), y.data(), dydx->data(), y.size());
+  auto dydx = rec ? std::make_shared<Array>(Array::from_shape(x.shape())) : nullptr;  // Φ + xφ
+  vec::kernels().gelu(x.data(), y.data(), dydx ? dydx->data() : nullptr, y.size());
+  if (!rec) return record("gelu", std::move(y), {a}, nullptr);
   return record("gelu", std::move(y), {a}, [dydx](BackwardContext& ctx) {
     ctx.give(0, in_place(ctx, [&](Array& g) { binary_(Binary::Mul, g, *dydx); }));
   });
