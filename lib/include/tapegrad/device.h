@@ -33,9 +33,12 @@ Device current_device();
 /// Whether the plugin loaded and found a device. Probes the plugin if nobody has yet.
 bool cuda_available();
 
-/// One line for logs: where products run, then the OpenBLAS kernels that run the CPU ones:
-///   "cpu; OpenBLAS 0.3.21, kernel Cooperlake (tapegrad's choice; OpenBLAS chose Haswell)"
-///   "cpu (CUDA unavailable: <reason>); OpenBLAS ..."   "cuda: <device>; OpenBLAS ..."
+/// One line for logs: where products run, the OpenBLAS kernels that run the CPU ones, then
+/// the instruction set of tapegrad's own vector kernels (TAPEGRAD_CPU_LEVEL, README "Portable
+/// build"):
+///   "cpu; OpenBLAS 0.3.21, kernel Cooperlake (tapegrad's choice; OpenBLAS chose Haswell);
+///    avx512 kernels (the best this CPU runs)"
+///   "cpu (CUDA unavailable: <reason>); OpenBLAS ...; ..."   "cuda: <device>; OpenBLAS ...; ..."
 /// Loads OpenBLAS if nothing has yet (see blas_kernel()).
 std::string device_status();
 

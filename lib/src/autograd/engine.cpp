@@ -19,6 +19,7 @@
 #include "autograd/anomaly.h"
 #include "autograd/engine.h"
 #include "autograd/node.h"
+#include "backend/vec.h"
 #include "core/shape.h"
 
 namespace tg {
@@ -32,11 +33,21 @@ std::atomic<uint32_t> next_replay{1};
 // accumulated under this lock, as PyTorch does.
 std::mutex leaf_mutex;
 
+/// dst += g, in place (the vector kernels; g has dst's shape, else xtensor broadcasts it).
+template <class D>
+void add_into(D& dst, const Array& g) {
+  if (dst.shape() == g.shape())
+    vec::kernels().binary(vec::Binary::Add, dst.data(), dst.size(), g.data(), g.size(),
+                          dst.data(), dst.size());
+  else
+    xt::noalias(dst) += g;  // plain += would build a temporary first
+}
+
 void accumulate(std::shared_ptr<Storage>& dst, Array&& g) {
   if (!dst) {
     dst = make_storage(std::move(g));
   } else {
-    xt::noalias(dst->data) += g;  // plain += would build a temporary first
+    add_into(dst->data, g);
     bump_version(*dst);
   }
 }
@@ -137,7 +148,7 @@ void BackwardContext::give(size_t i, Array g) {
   if (i == 0 && self_grad_) {  // an in-place op's closure on a view's slice
     const Shape target(self_shape_->begin(), self_shape_->end());
     if (g.shape() != *self_shape_) g = sum_to(g, target);
-    if (*self_grad_) xt::noalias(**self_grad_) += g;
+    if (*self_grad_) add_into(**self_grad_, g);
     else self_grad_->emplace(std::move(g));
     return;
   }
@@ -154,7 +165,7 @@ void BackwardContext::give(size_t i, Array g) {
   if (e.fn) {
     std::optional<Array>& dst = pending_[e.fn->slot];
     if (dst)
-      xt::noalias(*dst) += g;
+      add_into(*dst, g);
     else
       dst.emplace(std::move(g));
   } else {
@@ -511,6 +522,20 @@ Array sum_to(const Array& g, const Shape& target) {
   if (g.size() == 0) return xt::zeros<float>(to_xshape(target));  // xtensor's sum crashes here
   const Shape gs = shape_of(g);
   const size_t lead = gs.size() - target.size();
+  // The common case, a bias's gradient: target (after its leading 1s) is g's trailing dims,
+  // so g is rows of target, summed in order with the vector kernels.
+  size_t ones = 0;
+  while (ones < target.size() && target[ones] == 1) ++ones;
+  const size_t N = static_cast<size_t>(numel_of(target));
+  if (N >= 16 && std::equal(target.begin() + static_cast<long>(ones), target.end(),
+                            gs.end() - static_cast<long>(target.size() - ones))) {
+    Array r = Array::from_shape(to_xshape(target));
+    std::copy(g.data(), g.data() + N, r.data());
+    const vec::Kernels& k = vec::kernels();
+    for (size_t row = 1; row < g.size() / N; ++row)
+      k.binary(vec::Binary::Add, r.data(), N, g.data() + row * N, N, r.data(), N);
+    return r;
+  }
   std::vector<size_t> axes;
   for (size_t i = 0; i < gs.size(); ++i) {
     if (i < lead || (target[i - lead] == 1 && gs[i] != 1)) axes.push_back(i);

@@ -32,6 +32,7 @@
 #include "plugin_abi.h"  // lib/cuda: the ABI the plugin implements
 #include "backend/gemm.h"
 #include "backend/openblas.h"
+#include "backend/vec.h"
 #include "tapegrad/device.h"
 #include "tapegrad/error.h"
 
@@ -311,7 +312,8 @@ std::string device_status() {
 
 namespace {
 std::string status_line() {
-  const std::string cpu = "; " + blas::summary(blas::library().status());
+  const std::string cpu = "; " + blas::summary(blas::library().status()) + "; " +
+                          vec::describe_choice();
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_on_cuda) return "cuda: " + g_plugin.info + cpu;
   if (g_probed && !g_plugin.ready) return "cpu (CUDA unavailable: " + g_plugin.info + ")" + cpu;

@@ -19,6 +19,7 @@
 #include "ops/attention.h"
 #include "backend/gemm.h"
 #include "backend/thread_pool.h"
+#include "backend/vec.h"
 #include "tapegrad/device.h"
 #include "ops/lane_sum.h"
 #include "tapegrad/random.h"
@@ -110,7 +111,7 @@ Tensor reference_attention(const AttentionShape& s, const Tensor& q, const Tenso
       for (int64_t j = 0; j < end; ++j) row[j] -= mx;
       std::fill(row + end, row + Tk, kNegInf);
     }
-  xt::noalias(*P) = xt::exp(*P);
+  vec::kernels().exp(p, p, P->size());
   for (int64_t r = 0; r < N * Tq; ++r) {
     float* row = p + r * Tk;
     const double z = lane_sum(static_cast<size_t>(Tk), [&](size_t j) { return row[j]; });

@@ -9,9 +9,11 @@
 #include <xtensor/xoperation.hpp>
 
 #include "ops/common.h"
+#include "ops/vec_ops.h"
 
 namespace tg {
 using namespace detail;
+using vec::Binary;
 
 namespace {
 // The output's gradient turned into an input's gradient in its own buffer: f(g) updates g
@@ -37,7 +39,7 @@ Tensor add(const Tensor& a_arg, const Tensor& b_arg) {
   Tensor b_copy;
   const Tensor& b = dense(b_arg, b_copy);
   check_broadcast(a, b, "add");
-  return record("add", Array(val(a) + val(b)), {a, b}, [](BackwardContext& ctx) {
+  return record("add", binary(Binary::Add, val(a), val(b)), {a, b}, [](BackwardContext& ctx) {
     if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? Array(ctx.grad) : ctx.take_grad());
     if (ctx.needs(1)) ctx.give(1, ctx.take_grad());
   });
@@ -50,7 +52,7 @@ Tensor sub(const Tensor& a_arg, const Tensor& b_arg) {
   Tensor b_copy;
   const Tensor& b = dense(b_arg, b_copy);
   check_broadcast(a, b, "sub");
-  return record("sub", Array(val(a) - val(b)), {a, b}, [](BackwardContext& ctx) {
+  return record("sub", binary(Binary::Sub, val(a), val(b)), {a, b}, [](BackwardContext& ctx) {
     if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? Array(ctx.grad) : ctx.take_grad());
     if (ctx.needs(1)) ctx.give(1, in_place(ctx, [](Array& g) { g *= -1.0f; }));
   });
@@ -66,10 +68,12 @@ Tensor mul(const Tensor& a_arg, const Tensor& b_arg) {
   const bool rec = will_record(a, b);  // each saves what the other's gradient reads
   const Saved sa = rec && b.requires_grad() ? Saved(a) : Saved();
   const Saved sb = rec && a.requires_grad() ? Saved(b) : Saved();
-  return record("mul", Array(val(a) * val(b)), {a, b}, [sa, sb](BackwardContext& ctx) {
-    if (ctx.needs(0) && ctx.needs(1)) ctx.give(0, Array(ctx.grad * ctx.read(sb)));
-    else if (ctx.needs(0)) ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= ctx.read(sb); }));
-    if (ctx.needs(1)) ctx.give(1, in_place(ctx, [&](Array& g) { xt::noalias(g) *= ctx.read(sa); }));
+  return record("mul", binary(Binary::Mul, val(a), val(b)), {a, b}, [sa, sb](BackwardContext& ctx) {
+    if (ctx.needs(0) && ctx.needs(1)) ctx.give(0, binary(Binary::Mul, ctx.grad, ctx.read(sb)));
+    else if (ctx.needs(0))
+      ctx.give(0, in_place(ctx, [&](Array& g) { binary_(Binary::Mul, g, ctx.read(sb)); }));
+    if (ctx.needs(1))
+      ctx.give(1, in_place(ctx, [&](Array& g) { binary_(Binary::Mul, g, ctx.read(sa)); }));
   });
 }
 
@@ -83,9 +87,9 @@ Tensor div(const Tensor& a_arg, const Tensor& b_arg) {
   const bool rec = will_record(a, b);
   const Saved sa = rec && b.requires_grad() ? Saved(a) : Saved();
   const Saved sb = rec ? Saved(b) : Saved();
-  return record("div", Array(val(a) / val(b)), {a, b}, [sa, sb](BackwardContext& ctx) {
+  return record("div", binary(Binary::Div, val(a), val(b)), {a, b}, [sa, sb](BackwardContext& ctx) {
     const View& vb = ctx.read(sb);
-    if (ctx.needs(0)) ctx.give(0, Array(ctx.grad / vb));
+    if (ctx.needs(0)) ctx.give(0, binary(Binary::Div, ctx.grad, vb));
     if (ctx.needs(1)) ctx.give(1, Array(-ctx.grad * ctx.read(sa) / (vb * vb)));
   });
 }
@@ -95,7 +99,7 @@ Tensor add(const Tensor& a_arg, float s) {
   Tensor a_copy;
   const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "add_scalar", "the input");
-  return record("add_scalar", Array(val(a) + s), {a},
+  return record("add_scalar", binary(Binary::Add, val(a), s), {a},
                 [](BackwardContext& ctx) { ctx.give(0, ctx.take_grad()); });
 }
 
@@ -104,7 +108,7 @@ Tensor mul(const Tensor& a_arg, float s) {
   Tensor a_copy;
   const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "mul_scalar", "the input");
-  return record("mul_scalar", Array(val(a) * s), {a}, [s](BackwardContext& ctx) {
+  return record("mul_scalar", binary(Binary::Mul, val(a), s), {a}, [s](BackwardContext& ctx) {
     ctx.give(0, in_place(ctx, [s](Array& g) { g *= s; }));
   });
 }
@@ -147,9 +151,9 @@ Tensor exp(const Tensor& a_arg) {
   Tensor a_copy;
   const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "exp", "the input");
-  auto y = make_storage(xt::exp(val(a)));
+  auto y = make_storage(unary(vec::kernels().exp, val(a)));
   return record("exp", y, {a}, [sy = Saved(y)](BackwardContext& ctx) {
-    ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= ctx.read(sy); }));
+    ctx.give(0, in_place(ctx, [&](Array& g) { binary_(Binary::Mul, g, ctx.read(sy)); }));
   });
 }
 
@@ -190,10 +194,12 @@ Tensor tanh(const Tensor& a_arg) {
   Tensor a_copy;
   const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "tanh", "the input");
-  auto y = make_storage(xt::tanh(val(a)));
+  auto y = make_storage(unary(vec::kernels().tanh, val(a)));
   return record("tanh", y, {a}, [sy = Saved(y)](BackwardContext& ctx) {
     const View& v = ctx.read(sy);
-    ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= 1.0f - v * v; }));
+    ctx.give(0, in_place(ctx, [&](Array& g) {
+      vec::kernels().tanh_backward(g.data(), v.data(), g.size());  // g (1 - y²)
+    }));
   });
 }
 
@@ -202,10 +208,12 @@ Tensor sigmoid(const Tensor& a_arg) {
   Tensor a_copy;
   const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "sigmoid", "the input");
-  auto y = make_storage(1.0f / (1.0f + xt::exp(-val(a))));
+  auto y = make_storage(unary(vec::kernels().sigmoid, val(a)));
   return record("sigmoid", y, {a}, [sy = Saved(y)](BackwardContext& ctx) {
     const View& v = ctx.read(sy);
-    ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= v * (1.0f - v); }));
+    ctx.give(0, in_place(ctx, [&](Array& g) {
+      vec::kernels().sigmoid_backward(g.data(), v.data(), g.size());  // g y (1 - y)
+    }));
   });
 }
 
@@ -223,8 +231,6 @@ Tensor relu(const Tensor& a_arg) {
 
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kC = 0.044715f;
-constexpr float kInvSqrt2 = 0.7071067811865476f;
-constexpr float kInvSqrt2Pi = 0.3989422804014327f;
 
 // exact:  y = x Φ(x) = ½x(1 + erf(x/√2))        dx = g (Φ(x) + x φ(x))
 // approx: y = ½x(1 + tanh(u)), u = √(2/π)(x + 0.044715x³)
@@ -244,15 +250,15 @@ Tensor gelu(const Tensor& a_arg, bool approximate) {
                                                               (1.0f + 3.0f * kC * x * x))));
     });
   }
-  Array cdf = 0.5f * (1.0f + xt::erf(x * kInvSqrt2));  // Φ(x)
-  Array y = x * cdf;
-  if (!will_record(a)) return record("gelu", std::move(y), {a}, nullptr);
   // The derivative is saved instead of x (the same size): erf is the costly part and is
-  // already at hand, and backward becomes one product, computed in g's buffer.
-  auto dydx = std::make_shared<Array>(std::move(cdf));
-  xt::noalias(*dydx) += x * kInvSqrt2Pi * xt::exp(-0.5f * x * x);  // Φ(x) + x·φ(x)
+  // at hand in the forward, and backward becomes one product, computed in g's buffer.
+  const bool rec = will_record(a);
+  Array y = Array::from_shape(x.shape());
+  auto dydx = rec ? std::make_shared<Array>(Array::from_shape(x.shape())) : nullptr;  // Φ + xφ
+  vec::kernels().gelu(x.data(), y.data(), dydx ? dydx->data() : nullptr, y.size());
+  if (!rec) return record("gelu", std::move(y), {a}, nullptr);
   return record("gelu", std::move(y), {a}, [dydx](BackwardContext& ctx) {
-    ctx.give(0, in_place(ctx, [&](Array& g) { xt::noalias(g) *= *dydx; }));
+    ctx.give(0, in_place(ctx, [&](Array& g) { binary_(Binary::Mul, g, *dydx); }));
   });
 }
 

@@ -4,6 +4,7 @@
 #include <xtensor/xbuilder.hpp>
 
 #include "backend/gemm.h"
+#include "backend/vec.h"
 #include "ops/common.h"
 
 namespace tg {
@@ -194,11 +195,12 @@ Tensor linear(const Tensor& x_arg, const Tensor& weight_arg, const Tensor& bias_
                                x_leaf ? operand_id(*sx.storage()) : gemm::OperandId{});
                     ctx.give(1, std::move(gw));
                   }
-                  if (ctx.needs(2)) {
+                  if (ctx.needs(2)) {  // db = Σ_r G[r], row after row (the vector kernels)
                     Array gb = xt::zeros<float>({static_cast<size_t>(out)});
-                    float* pb = gb.data();
+                    const vec::Kernels& k = vec::kernels();
+                    const auto n = static_cast<size_t>(out);
                     for (int64_t r = 0; r < rows; ++r)
-                      for (int64_t o = 0; o < out; ++o) pb[o] += g[r * out + o];
+                      k.binary(vec::Binary::Add, gb.data(), n, g + r * out, n, gb.data(), n);
                     ctx.give(2, std::move(gb));
                   }
                 });

@@ -9,9 +9,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include <xsimd/xsimd.hpp>
-
 #include "backend/gemm.h"
+#include "backend/vec.h"
 #include "ops/common.h"
 
 namespace tg {
@@ -19,23 +18,10 @@ namespace detail {
 
 namespace {
 
-// ---- elementwise kernels on contiguous runs (xsimd, then a scalar tail) ----------------------
-using Batch = xsimd::batch<float>;
-constexpr size_t kLanes = Batch::size;
+// ---- elementwise kernels on contiguous runs, in place (backend/vec.h) ------------------------
+void sigmoid_(float* p, size_t n) { vec::kernels().sigmoid(p, p, n); }
 
-void sigmoid_(float* p, size_t n) {
-  const Batch one(1.0f);
-  size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    (one / (one + xsimd::exp(-Batch::load_unaligned(p + i)))).store_unaligned(p + i);
-  for (; i < n; ++i) p[i] = 1.0f / (1.0f + std::exp(-p[i]));
-}
-
-void tanh_(float* p, size_t n) {
-  size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) xsimd::tanh(Batch::load_unaligned(p + i)).store_unaligned(p + i);
-  for (; i < n; ++i) p[i] = std::tanh(p[i]);
-}
+void tanh_(float* p, size_t n) { vec::kernels().tanh(p, p, n); }
 
 void relu_(float* p, size_t n) {
   for (size_t i = 0; i < n; ++i) p[i] = std::max(p[i], 0.0f);

@@ -5,6 +5,7 @@
 
 #include "tapegrad/optim/adam.h"
 
+#include "backend/vec.h"
 #include "optim/kernels.h"
 
 namespace tg {
@@ -70,33 +71,26 @@ void adam_update(const O& o, bool decoupled, const Tensor& param, ParamState& st
   // Scalars in double, as Python computes them; rounded to float32 where ATen does.
   const double bias_correction1 = 1 - std::pow(o.betas().first, step);
   const double bias_correction2 = 1 - std::pow(o.betas().second, step);
-  const float neg_step_size = static_cast<float>(-(o.lr() / bias_correction1));
-  const float bc2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
-  const float b1 = static_cast<float>(o.betas().first), one_m_b1 = static_cast<float>(1 - o.betas().first);
-  const float b2 = static_cast<float>(o.betas().second), one_m_b2 = static_cast<float>(1 - o.betas().second);
-  const float eps = static_cast<float>(o.eps());
-  const float wd = static_cast<float>(o.weight_decay());
-  const float decay = static_cast<float>(1 - o.lr() * o.weight_decay());
-  const bool l2 = !decoupled && o.weight_decay() != 0;
-
-  detail::with_flags(
-      [&](auto maximize, auto decoupled_wd, auto l2_wd, auto amsgrad) {
-        detail::for_range(n, [=](int64_t begin, int64_t end) {  // by value: no aliasing
-          for (int64_t j = begin; j < end; ++j) {
-            float gj = maximize ? -g[j] : g[j];
-            if constexpr (decoupled_wd) p[j] = p[j] * decay;             // AdamW: p ← p·(1 − lr·wd)
-            if constexpr (l2_wd) gj = detail::add_scaled(gj, wd, p[j]);  // Adam:  g ← g + wd·p
-            m[j] = detail::add_scaled(m[j] * b1, one_m_b1, gj);          // m ← β1·m + (1 − β1)·g
-            v[j] = detail::add_product(v[j] * b2, one_m_b2, gj, gj);     // v ← β2·v + (1 − β2)·g²
-            float vj = v[j];
-            if constexpr (amsgrad)  // NaN-propagating max
-              vj = vmax[j] = (v[j] > vmax[j] || std::isnan(v[j])) ? v[j] : vmax[j];
-            const float denom = std::sqrt(vj) / bc2_sqrt + eps;
-            p[j] = p[j] + neg_step_size * m[j] / denom;  // p ← p − step_size·m / denom
-          }
-        });
-      },
-      o.maximize(), decoupled, l2, vmax != nullptr);
+  vec::AdamStep s;
+  s.neg_step_size = static_cast<float>(-(o.lr() / bias_correction1));
+  s.bc2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
+  s.b1 = static_cast<float>(o.betas().first);
+  s.one_m_b1 = static_cast<float>(1 - o.betas().first);
+  s.b2 = static_cast<float>(o.betas().second);
+  s.one_m_b2 = static_cast<float>(1 - o.betas().second);
+  s.eps = static_cast<float>(o.eps());
+  s.wd = static_cast<float>(o.weight_decay());
+  s.decay = static_cast<float>(1 - o.lr() * o.weight_decay());
+  s.maximize = o.maximize();
+  s.decoupled_wd = decoupled;                     // AdamW: p ← p·(1 − lr·wd)
+  s.l2_wd = !decoupled && o.weight_decay() != 0;  // Adam:  g ← g + wd·p
+  // m ← β1·m + (1 − β1)·g,  v ← β2·v + (1 − β2)·g²,  p ← p − step_size·m / (√v / √bc2 + eps)
+  // (AMSGrad: v's running maximum in the denominator), in backend/vec_kernels.h.
+  const vec::Kernels& k = vec::kernels();
+  detail::for_range(n, [&](int64_t begin, int64_t end) {
+    k.adam(s, p + begin, g + begin, m + begin, v + begin, vmax ? vmax + begin : nullptr,
+           end - begin);
+  });
 }
 
 }  // namespace
