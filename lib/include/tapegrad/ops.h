@@ -192,3 +192,4 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 }  // namespace tg
 
 #include "tapegrad/ops/integer.h"
+#include "tapegrad/ops/index.h"
