@@ -128,6 +128,13 @@ Tensor write_at(const char* op, const Tensor& x_arg, const Tensor& src_arg, floa
   });
 }
 
+/// 0, 1, ..., n-1: src read in its own order (index_add, index_put_).
+std::shared_ptr<const std::vector<size_t>> identity(size_t n) {
+  std::vector<size_t> v(n);
+  std::iota(v.begin(), v.end(), 0);
+  return std::make_shared<const std::vector<size_t>>(std::move(v));
+}
+
 /// The checks and offsets scatter and scatter_add share: where each index element writes in x
 /// and reads in src.
 struct ScatterPlan {
@@ -217,9 +224,7 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
     for (size_t i = 0; i < s.n; ++i)
       std::fill_n(full.begin() + static_cast<long>((o * s.n + i) * s.inner), s.inner, idx[i]);
   auto at = std::make_shared<const std::vector<size_t>>(offsets(ss, xs, ax, &full, op));
-  auto from = std::make_shared<const std::vector<size_t>>(at->size());
-  std::iota(const_cast<std::vector<size_t>&>(*from).begin(), const_cast<std::vector<size_t>&>(*from).end(), 0);
-  return write_at(op, x, source, 0.0f, alpha, at, from, Write::Add);
+  return write_at(op, x, source, 0.0f, alpha, at, identity(at->size()), Write::Add);
 }
 
 // ---- sorting --------------------------------------------------------------------------------------
@@ -325,9 +330,10 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement) {
       throw ValueError(std::string(op) + ": row " + std::to_string(r) + " has " + std::to_string(positive) +
                        " categories of nonzero probability, too few for " + std::to_string(num_samples) +
                        " draws without replacement");
+    std::partial_sum(w.begin(), w.end(), cum.begin());
     for (int64_t s = 0; s < num_samples; ++s) {
       // One draw: the first category whose running sum exceeds u · total.
-      std::partial_sum(w.begin(), w.end(), cum.begin());
+      if (!replacement && s > 0) std::partial_sum(w.begin(), w.end(), cum.begin());
       const double u = (static_cast<double>(gen.next_u64() >> 11) * 0x1.0p-53) * cum.back();
       int64_t c = std::upper_bound(cum.begin(), cum.end(), u) - cum.begin();
       while (c > 0 && (c >= K || w[static_cast<size_t>(c)] == 0)) --c;  // rounding at the top end
@@ -442,7 +448,6 @@ std::pair<Shape, std::vector<size_t>> advanced_offsets(const Shape& Y, const std
   std::vector<int64_t> base(static_cast<size_t>(numel_of(B)), 0);
   std::vector<bool> indexed(Y.size(), false);
   for (const Advanced& a : adv) {
-    if (indexed[a.dim]) throw IndexError("index: dim " + std::to_string(a.dim) + " is indexed twice");
     indexed[a.dim] = true;
     const int64_t n = Y[a.dim];
     const std::vector<int64_t> v = broadcast_values<int64_t>(a.index, B);
@@ -546,12 +551,10 @@ const Tensor& Tensor::index_put_(std::initializer_list<indexing::TensorIndex> in
   if (!broadcasts_to(value.shape(), target))
     shape_error("index_put_", "the value's shape " + tg::to_string(value.shape()) +
                                   " does not broadcast to the indexed shape " + tg::to_string(target));
-  auto at = std::make_shared<const std::vector<size_t>>();
-  for (int64_t p : values_as<int64_t>(*pos.impl())) const_cast<std::vector<size_t>&>(*at).push_back(static_cast<size_t>(p));
-  auto from = std::make_shared<const std::vector<size_t>>(at->size());
-  std::iota(const_cast<std::vector<size_t>&>(*from).begin(), const_cast<std::vector<size_t>&>(*from).end(), 0);
+  const std::vector<int64_t> p = values_as<int64_t>(*pos.impl());
+  auto at = std::make_shared<const std::vector<size_t>>(p.begin(), p.end());
   const Tensor v = value.shape() == target ? value : tg::expand(value, target);
-  return copy_(write_at("index_put_", *this, v, 0.0f, 1.0f, at, from, Write::Assign));
+  return copy_(write_at("index_put_", *this, v, 0.0f, 1.0f, at, identity(at->size()), Write::Assign));
 }
 
 const Tensor& Tensor::index_put_(std::initializer_list<indexing::TensorIndex> indices, float value) const {
