@@ -316,3 +316,29 @@ TEST(Multinomial, ReproducibleForASeedAndErrors) {
   expect_error<ValueError>([] { multinomial(tensor({1.0f, 0.0f, 0.0f}), 2); }, {"too few"});
   expect_error<ShapeError>([] { multinomial(ones({1, 2, 3}), 1); }, {"1-D or 2-D"});
 }
+
+// Strided inputs (a transpose, a narrow) read as their contiguous copies would be.
+TEST(Index, StridedInputsAndWritesThroughViews) {
+  const Tensor x = test_util::random_input({4, 3}, -1.0f, 1.0f).detach();
+  const Tensor xt = x.t(), xc = x.t().contiguous();
+  const Tensor idx = tensor(std::vector<int64_t>{3, 0, 1, 2, 2, 1, 0, 3}, {4, 2}).t();  // (2, 4), strided
+  EXPECT_TRUE(ref::close(gather(xt, 1, narrow(idx, 1, 0, 3)), gather(xc, 1, narrow(idx, 1, 0, 3).contiguous())));
+  EXPECT_TRUE(ref::equal(std::get<1>(sort(xt, 1)), std::get<1>(sort(xc, 1))));
+  EXPECT_TRUE(ref::close(std::get<0>(topk(xt, 2, 0)), std::get<0>(topk(xc, 2, 0))));
+  EXPECT_TRUE(ref::close(xt.index({tensor(std::vector<int64_t>{2, 0}, {2}), Slice(1, None)}),
+                         xc.index({tensor(std::vector<int64_t>{2, 0}, {2}), Slice(1, None)})));
+  // scatter_ and index_put_ through a view write the base, and the gradient follows
+  Tensor w = test_util::random_input({3, 4}, -1.0f, 1.0f), src = test_util::random_input({1, 2}, -1.0f, 1.0f);
+  Tensor base = w * 1.0f;
+  base.index({1}).scatter_(0, tensor(std::vector<int64_t>{3, 0}, {2}), reshape(src, {2}));
+  base.index_put_({0, Slice(None, None, 3)}, 5.0f);
+  const auto v = base.to_vector(), wv = w.to_vector(), sv = src.to_vector();
+  EXPECT_EQ(v[4 + 3], sv[0]);
+  EXPECT_EQ(v[4 + 0], sv[1]);
+  EXPECT_EQ(v[0], 5.0f);
+  EXPECT_EQ(v[3], 5.0f);
+  EXPECT_EQ(v[1], wv[1]);
+  base.sum().backward();
+  EXPECT_EQ(w.grad().to_vector(), (std::vector<float>{0, 1, 1, 0, 0, 1, 1, 0, 1, 1, 1, 1}));
+  EXPECT_EQ(src.grad().to_vector(), (std::vector<float>{1, 1}));
+}
