@@ -158,6 +158,24 @@ TEST(Masks, AttentionTakesABoolMask) {
   EXPECT_FALSE(ref::close(with_bool, unmasked));  // the mask did something
 }
 
+TEST(Masks, MultiheadAttentionTakesBoolMasks) {
+  manual_seed(4);
+  nn::MultiheadAttention mha(8, 2);
+  const Tensor x = randn({2, 5, 8});
+  const Tensor pad = tensor(std::vector<int64_t>{0, 0, 0, 1, 1, 0, 0, 0, 0, 1}, {2, 5}, kBool);
+  const Tensor causal = arange(5).unsqueeze(0) > arange(5).unsqueeze(1);  // key j > query i
+  const auto opts = [](const Tensor& kp, const Tensor& am) {
+    return nn::AttentionForwardOptions().key_padding_mask(AttnMask::boolean(kp)).attn_mask(AttnMask::boolean(am));
+  };
+  const Tensor with_bool = mha.forward(x, x, x, opts(pad, causal)).output;
+  const Tensor with_float = mha.forward(x, x, x, opts(pad.to(kFloat32), causal.to(kFloat32))).output;
+  EXPECT_TRUE(ref::close(with_bool, with_float, 0, 0));
+  EXPECT_TRUE(ref::close(with_bool, mha.forward(x, x, x, nn::AttentionForwardOptions()
+                                                              .causal(true)
+                                                              .key_padding_mask(AttnMask::boolean(pad)))
+                                        .output, 1e-6, 1e-5));
+}
+
 TEST(MaxMin, AlongADimAgainstPyTorch) {
   using Fn = std::function<std::tuple<Tensor, Tensor>(const Tensor&)>;
   const std::vector<std::pair<std::string, Fn>> cases = {

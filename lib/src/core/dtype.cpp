@@ -160,11 +160,12 @@ std::vector<T> Tensor::to_vector() const {
     return std::vector<bool>(b.begin(), b.end());
   } else if constexpr (std::is_same<T, float>::value) {
     return values_as<float>(impl);
+  } else if (impl.dtype() == DType::Float32) {  // to an integer: toward zero
+    const auto v = values_as<double>(impl);
+    return std::vector<T>(v.begin(), v.end());
   } else {
-    const auto v = impl.dtype() == DType::Float32 ? values_as<double>(impl) : std::vector<double>();
-    if (impl.dtype() == DType::Float32) return std::vector<T>(v.begin(), v.end());
-    const auto i = values_as<int64_t>(impl);
-    return std::vector<T>(i.begin(), i.end());
+    const auto v = values_as<int64_t>(impl);
+    return std::vector<T>(v.begin(), v.end());
   }
 }
 
