@@ -199,10 +199,12 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // More ops, by kind: reductions (max/min of a tensor, var, norm...), combining and splitting
 // (stack, split, flip...), creation (eye, linspace, tril...) and whole-tensor checks; more
 // elementwise ops (clamp, sin, softplus, pow...) and losses (BCE, smooth L1, Huber, L1, KL,
-// probability targets); int64 and bool tensors' ops (comparisons, argmax, nonzero, one_hot...).
+// probability targets); int64 and bool tensors' ops (comparisons, argmax, nonzero, one_hot...);
+// indexing and selection (gather/scatter, sort/topk, multinomial, x.index({...})).
 #include "tapegrad/ops/combine.h"
 #include "tapegrad/ops/create.h"
 #include "tapegrad/ops/integer.h"
+#include "tapegrad/ops/index.h"
 #include "tapegrad/ops/loss.h"
 #include "tapegrad/ops/pointwise.h"
 #include "tapegrad/ops/reduce.h"

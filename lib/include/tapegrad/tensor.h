@@ -44,6 +44,9 @@ std::string to_string(const Shape& shape);
 namespace detail {
 struct TensorImpl;
 }
+namespace indexing {
+class TensorIndex;  // tapegrad/ops/index.h
+}
 
 /// A mutable window on a tensor's values, for reading and setting them without xtensor.
 class DataView {
@@ -245,6 +248,30 @@ class Tensor {
   Tensor eq(double s) const;
   Tensor ne(double s) const;
   Tensor logical_not() const;
+
+  // ---- indexing and selection (ops/index.cpp; tapegrad/ops/index.h) --------------------------
+  /// LibTorch's x.index({Slice(1, None, 2), -1, None, Ellipsis, mask}): integers and slices
+  /// give a view, an int64 or bool tensor (advanced indexing) a copy.
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  /// x[indices] ← value (broadcast), an in-place write: the gradient flows to value.
+  const Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices,
+                           const Tensor& value) const;
+  const Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, float value) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor scatter(int64_t dim, const Tensor& index, float value) const;
+  const Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src) const;
+  const Tensor& scatter_(int64_t dim, const Tensor& index, float value) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  const Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source, float alpha = 1.0f) const;
+  const Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source,
+                           float alpha = 1.0f) const;
+  /// (values, int64 indices).
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true,
+                                  bool sorted = true) const;
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false) const;
 
   /// How many in-place writes the values have had (PyTorch's x._version). Raw writes through
   /// data() and data_ptr() are not counted.

@@ -236,6 +236,35 @@ Tensor slice(const Tensor& a, int64_t dim, int64_t start, int64_t end) {
   return narrow(a, dim, start, end - start);
 }
 
+// y = x[..., start:end:step, ...]      dx = zeros with g placed at every step-th entry
+Tensor slice(const Tensor& a, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  require_defined(a, "slice", "the input");
+  if (step <= 0)
+    throw ValueError("slice: step must be greater than zero, got " + std::to_string(step));
+  if (step == 1) return slice(a, dim, start, end);
+  const TensorImpl& x = *a.impl();
+  if (x.shape().empty()) shape_error("slice", "cannot slice a 0-d tensor");
+  const size_t ax = norm_axis(dim, x.shape().size(), "slice");
+  const int64_t n = static_cast<int64_t>(x.shape()[ax]);
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  end = std::clamp<int64_t>(end, start, n);
+  const int64_t length = (end - start + step - 1) / step;
+  XShape shape = x.shape();
+  shape[ax] = static_cast<size_t>(length);
+  Strides strides = x.strides();
+  strides[ax] *= step;
+  const XShape in = x.shape();
+  Strides dense = contiguous_strides(in);
+  const int64_t at = start * dense[ax];
+  dense[ax] *= step;
+  return record_view("slice", view_of_input(a, shape, strides, x.offset() + start * x.strides()[ax]),
+                     a, [in, dense, at](BackwardContext& ctx) {
+                       ctx.give(0, embed(in, ctx.grad, dense, at));
+                     });
+}
+
 // y = x[..., index, ...] (that dim removed)      dx = zeros with g placed at the index
 Tensor select(const Tensor& a, int64_t dim, int64_t index) {
   require_defined(a, "select", "the input");
