@@ -192,3 +192,42 @@ TEST(TensorMethods, MirrorTheFreeFunctions) {
   ASSERT_EQ(g.size(), e.size());
   for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], e[i], 1e-6f * e[i]);
 }
+
+// The methods of the other op headers (reduce, pointwise, combine, create, integer).
+TEST(TensorMethods, MirrorTheOtherOpHeaders) {
+  manual_seed(2);
+  const Tensor x = randn({3, 4});
+  auto same = [](const Tensor& a, const Tensor& b) { return a.to_vector() == b.to_vector(); };
+  EXPECT_EQ(x.max().item(), max(x).item());
+  EXPECT_EQ(x.min().item(), min(x).item());
+  EXPECT_TRUE(same(x.amax({1}), amax(x, {1})));
+  EXPECT_TRUE(same(x.amin({0}, true), amin(x, {0}, true)));
+  EXPECT_EQ(x.gt(0.0).all().to(kInt64).item<int64_t>(), all(gt(x, 0.0)).to(kInt64).item<int64_t>());
+  EXPECT_EQ(x.gt(0.0).any(1).to(kInt64).to_vector<int64_t>(),
+            any(gt(x, 0.0), 1).to(kInt64).to_vector<int64_t>());
+  EXPECT_TRUE(same(x.cumsum(1), cumsum(x, 1)));
+  EXPECT_TRUE(same(x.logsumexp({1}), logsumexp(x, {1})));
+  EXPECT_TRUE(same(x.var({0}), tg::var(x, {0})));
+  EXPECT_TRUE(same(x.std({}, false), tg::std(x, {}, false)));
+  EXPECT_TRUE(same(x.norm(1.0, {1}), norm(x, 1.0, {1})));
+  EXPECT_TRUE(same(x.prod(), prod(x)));
+  EXPECT_TRUE(same(x.prod(0, true), prod(x, 0, true)));
+  EXPECT_TRUE(same(x.clamp(-0.5f, 0.5f), clamp(x, -0.5f, 0.5f)));
+  EXPECT_TRUE(same(x.clamp(std::nullopt, 0.1f), clamp_max(x, 0.1f)));
+  EXPECT_TRUE(same(x.clamp_min(0.0f), relu(x)));
+  EXPECT_TRUE(same(x.sin().cos(), cos(sin(x))));
+  EXPECT_TRUE(same(x.abs().log1p().expm1(), expm1(log1p(abs(x)))));
+  EXPECT_TRUE(same(x.abs().reciprocal().rsqrt(), rsqrt(reciprocal(abs(x)))));
+  EXPECT_TRUE(same(x.sign(), sign(x)));
+  EXPECT_TRUE(same((x * 3.0f).round(), round(x * 3.0f)));
+  EXPECT_TRUE(same(x.floor().add(x.ceil()), floor(x) + ceil(x)));
+  EXPECT_TRUE(same(x.abs().pow(x), pow(abs(x), x)));
+  EXPECT_TRUE(same(x.repeat({2, 1}), repeat(x, {2, 1})));
+  EXPECT_TRUE(same(x.flip({0, 1}), flip(x, {0, 1})));
+  EXPECT_TRUE(same(x.roll({1}, {1}), roll(x, {1}, {1})));
+  EXPECT_TRUE(same(x.tril(), tril(x)));
+  EXPECT_TRUE(same(x.triu(1), triu(x, 1)));
+  EXPECT_EQ(x.chunk(2, 1).size(), 2u);
+  EXPECT_TRUE(same(x.split(3, 1)[1], split(x, 3, 1)[1]));
+  EXPECT_TRUE(same(x.unbind(0)[2], select(x, 0, 2)));
+}

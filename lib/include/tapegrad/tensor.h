@@ -17,6 +17,7 @@
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -248,6 +249,45 @@ class Tensor {
   Tensor eq(double s) const;
   Tensor ne(double s) const;
   Tensor logical_not() const;
+  /// The whole tensor's max / min (0-d; ties share the gradient), as LibTorch's x.max().
+  Tensor max() const;
+  Tensor min() const;
+  Tensor amax(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  Tensor amin(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  Tensor all() const;
+  Tensor any() const;
+  Tensor all(int64_t dim, bool keepdim = false) const;
+  Tensor any(int64_t dim, bool keepdim = false) const;
+  Tensor cumsum(int64_t dim) const;
+  Tensor logsumexp(const std::vector<int64_t>& dims, bool keepdim = false) const;
+  Tensor var(const std::vector<int64_t>& dims = {}, bool unbiased = true, bool keepdim = false) const;
+  Tensor std(const std::vector<int64_t>& dims = {}, bool unbiased = true, bool keepdim = false) const;
+  Tensor norm(double p = 2.0, const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  Tensor prod() const;
+  Tensor prod(int64_t dim, bool keepdim = false) const;
+  /// Either bound may be std::nullopt (tapegrad/ops/pointwise.h).
+  Tensor clamp(std::optional<float> min, std::optional<float> max = std::nullopt) const;
+  Tensor clamp_min(float min) const;
+  Tensor clamp_max(float max) const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor log1p() const;
+  Tensor expm1() const;
+  Tensor reciprocal() const;
+  Tensor rsqrt() const;
+  Tensor sign() const;
+  Tensor round() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor repeat(const Shape& repeats) const;
+  Tensor flip(const std::vector<int64_t>& dims) const;
+  Tensor roll(const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims = {}) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> unbind(int64_t dim = 0) const;
 
   // ---- indexing and selection (ops/index.cpp; tapegrad/ops/index.h) --------------------------
   /// LibTorch's x.index({Slice(1, None, 2), -1, None, Ellipsis, mask}): integers and slices

@@ -62,4 +62,57 @@ Tensor Tensor::eq(double s) const { return tg::eq(*this, s); }
 Tensor Tensor::ne(double s) const { return tg::ne(*this, s); }
 Tensor Tensor::logical_not() const { return tg::logical_not(*this); }
 
+// ---- the ops of tapegrad/ops/{reduce,pointwise,combine,create,integer}.h as methods ---------
+Tensor Tensor::max() const { return tg::max(*this); }
+Tensor Tensor::min() const { return tg::min(*this); }
+Tensor Tensor::amax(const std::vector<int64_t>& dims, bool keepdim) const { return tg::amax(*this, dims, keepdim); }
+Tensor Tensor::amin(const std::vector<int64_t>& dims, bool keepdim) const { return tg::amin(*this, dims, keepdim); }
+Tensor Tensor::all() const { return tg::all(*this); }
+Tensor Tensor::any() const { return tg::any(*this); }
+Tensor Tensor::all(int64_t dim, bool keepdim) const { return tg::all(*this, dim, keepdim); }
+Tensor Tensor::any(int64_t dim, bool keepdim) const { return tg::any(*this, dim, keepdim); }
+Tensor Tensor::cumsum(int64_t dim) const { return tg::cumsum(*this, dim); }
+Tensor Tensor::logsumexp(const std::vector<int64_t>& dims, bool keepdim) const {
+  return tg::logsumexp(*this, dims, keepdim);
+}
+Tensor Tensor::var(const std::vector<int64_t>& dims, bool unbiased, bool keepdim) const {
+  return tg::var(*this, dims, unbiased, keepdim);
+}
+Tensor Tensor::std(const std::vector<int64_t>& dims, bool unbiased, bool keepdim) const {
+  return tg::std(*this, dims, unbiased, keepdim);
+}
+Tensor Tensor::norm(double p, const std::vector<int64_t>& dims, bool keepdim) const {
+  return tg::norm(*this, p, dims, keepdim);
+}
+Tensor Tensor::prod() const { return tg::prod(*this); }
+Tensor Tensor::prod(int64_t dim, bool keepdim) const { return tg::prod(*this, dim, keepdim); }
+Tensor Tensor::clamp(std::optional<float> min, std::optional<float> max) const {
+  return tg::clamp(*this, min, max);
+}
+Tensor Tensor::clamp_min(float min) const { return tg::clamp_min(*this, min); }
+Tensor Tensor::clamp_max(float max) const { return tg::clamp_max(*this, max); }
+Tensor Tensor::sin() const { return tg::sin(*this); }
+Tensor Tensor::cos() const { return tg::cos(*this); }
+Tensor Tensor::log1p() const { return tg::log1p(*this); }
+Tensor Tensor::expm1() const { return tg::expm1(*this); }
+Tensor Tensor::reciprocal() const { return tg::reciprocal(*this); }
+Tensor Tensor::rsqrt() const { return tg::rsqrt(*this); }
+Tensor Tensor::sign() const { return tg::sign(*this); }
+Tensor Tensor::round() const { return tg::round(*this); }
+Tensor Tensor::floor() const { return tg::floor(*this); }
+Tensor Tensor::ceil() const { return tg::ceil(*this); }
+Tensor Tensor::pow(const Tensor& exponent) const { return tg::pow(*this, exponent); }
+Tensor Tensor::repeat(const Shape& repeats) const { return tg::repeat(*this, repeats); }
+Tensor Tensor::flip(const std::vector<int64_t>& dims) const { return tg::flip(*this, dims); }
+Tensor Tensor::roll(const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims) const {
+  return tg::roll(*this, shifts, dims);
+}
+Tensor Tensor::tril(int64_t diagonal) const { return tg::tril(*this, diagonal); }
+Tensor Tensor::triu(int64_t diagonal) const { return tg::triu(*this, diagonal); }
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const { return tg::chunk(*this, chunks, dim); }
+std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim) const {
+  return tg::split(*this, split_size, dim);
+}
+std::vector<Tensor> Tensor::unbind(int64_t dim) const { return tg::unbind(*this, dim); }
+
 }  // namespace tg
