@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tapegrad/tapegrad.h"
 
@@ -77,6 +78,20 @@ inline tg::Tensor random_input(const tg::Shape& s, float lo, float hi) {
     if (std::abs(v) < 0.1f) v += v < 0 ? -0.1f : 0.1f;
   }
   return t.requires_grad_();
+}
+
+/// Expects f() to throw E (or a subclass) whose message holds every one of `parts`.
+template <class E, class F>
+void expect_error(F&& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no exception";
+  } catch (const E& e) {
+    for (const auto& p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "'" << p << "' not in: " << e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong exception type: " << e.what();
+  }
 }
 
 }  // namespace test_util

@@ -7,23 +7,13 @@
 #include <vector>
 
 #include "tapegrad/tapegrad.h"
+#include "test_util.h"
 
 using namespace tg;
 using I = std::vector<int64_t>;
 
 namespace {
-template <class E, class F>
-void expect_error(F&& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception";
-  } catch (const E& e) {
-    for (const auto& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "'" << p << "' not in: " << e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-  }
-}
+using test_util::expect_error;
 
 /// 0, 1, ..., n-1 in `shape`, int64.
 Tensor seq(const Shape& shape) {

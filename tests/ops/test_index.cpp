@@ -34,18 +34,7 @@ void check_grads(const std::string& name, const Tensor& y, const Inputs& in, con
     EXPECT_TRUE(ref::close(in[i].grad(), f32(name, "d" + keys[i]))) << "gradient of " << keys[i];
 }
 
-template <class E, class F>
-void expect_error(F&& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception";
-  } catch (const E& e) {
-    for (const auto& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "'" << p << "' not in: " << e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-  }
-}
+using test_util::expect_error;
 
 void gradcheck_ok(const std::function<Tensor(const Inputs&)>& fn, const Inputs& xs) {
   const auto r = gradcheck(fn, xs);

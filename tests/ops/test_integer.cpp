@@ -33,19 +33,7 @@ void check_grads(const std::string& name, const Tensor& y, const std::vector<Ten
     EXPECT_TRUE(ref::close(in[i].grad(), f32(name, "d" + keys[i]))) << "gradient of " << keys[i];
 }
 
-/// f() throws E, whose message holds every one of `parts`.
-template <class E, class F>
-void expect_error(F&& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception";
-  } catch (const E& e) {
-    for (const auto& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "'" << p << "' not in: " << e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-  }
-}
+using test_util::expect_error;
 
 using Cmp = std::function<Tensor(const Tensor&, const Tensor&)>;
 using CmpScalar = std::function<Tensor(const Tensor&, double)>;

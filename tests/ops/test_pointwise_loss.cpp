@@ -68,17 +68,7 @@ class Ops16Grad : public ::testing::Test {
   void SetUp() override { manual_seed(16); }
 };
 
-/// Expects `f` to throw E with every piece of `parts` in its message.
-template <class E, class F>
-void expect_error(F&& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception";
-  } catch (const E& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
-  }
-}
+using test_util::expect_error;
 
 }  // namespace
 
