@@ -20,37 +20,11 @@ import os
 import numpy as np
 import torch
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "index")
+from typed_cases import writer
+
 torch.manual_seed(0)
-
-
-def save(name, key, t):
-    a = t.detach().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
-    if a.dtype == np.bool_:
-        a = a.astype(np.int64)
-    if a.dtype == np.float64:
-        a = a.astype(np.float32)
-    np.save(os.path.join(OUT, f"{name}.{key}.npy"), np.array(a, order="C"))
-
-
-def case(name, fn, inputs):
-    """inputs: {key: tensor}; float ones are differentiated when the output is float."""
-    leaves = {k: (v.clone().requires_grad_(True) if v.is_floating_point() else v)
-              for k, v in inputs.items()}
-    out = fn(**leaves)
-    y, i = out if isinstance(out, tuple) else (out, None)
-    if y.requires_grad:
-        g = torch.randn(y.shape)
-        y.backward(g)
-        save(name, "g", g)
-        for k, v in leaves.items():
-            if v.is_floating_point():
-                save(name, "d" + k, v.grad if v.grad is not None else torch.zeros_like(v))
-    for k, v in leaves.items():
-        save(name, k, v)
-    save(name, "y", y)
-    if i is not None:
-        save(name, "i", i)
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "index")
+save, case = writer("index")
 
 
 def put(x, v, *index):
