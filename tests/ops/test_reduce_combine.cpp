@@ -255,7 +255,7 @@ TEST_F(Ops16b, PiecesHaveTheSizesPyTorchGives) {
 }
 
 TEST_F(Ops16b, ChunkSplitUnbindAreViews) {
-  Tensor x = reshape(arange(12), {3, 4});
+  Tensor x = reshape(arange(0.0f, 12.0f), {3, 4});
   for (const auto& pieces : {chunk(x, 2, 1), split(x, 1, 0), split(x, {1, 3}, 1), unbind(x, 0)}) {
     for (const Tensor& p : pieces) EXPECT_TRUE(shares_storage(p, x));
   }
@@ -418,7 +418,7 @@ TEST_F(Ops16b, AllcloseAndEqualMatchPyTorch) {
 
 TEST_F(Ops16b, ExpandFollowsPyTorchsRules) {
   // torch: x (3, 1) .expand(2, -1, 4) -> (2, 3, 4); ones(1).expand(0) -> (0); sum's gradient 8
-  Tensor x = reshape(arange(3), {3, 1}).detach().requires_grad_();
+  Tensor x = reshape(arange(0.0f, 3.0f), {3, 1}).detach().requires_grad_();
   Tensor e = expand(x, {2, -1, 4});
   EXPECT_EQ(e.shape(), (Shape{2, 3, 4}));
   EXPECT_EQ(select(select(e, 0, 1), 0, 2).to_vector(), std::vector<float>(4, 2.0f));

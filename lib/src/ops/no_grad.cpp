@@ -4,12 +4,13 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xnoalias.hpp>
 
+#include "backend/vec.h"
 #include "tapegrad/autograd.h"
 
 namespace tg {
 namespace detail {
 
-// The same expressions as tg::gelu (ops/elementwise.cpp), evaluated into the input's buffer.
+// What tg::gelu computes (ops/elementwise.cpp), written into the input's buffer.
 void gelu_no_grad_(const Tensor& t, bool approximate) {
   if (is_grad_enabled())
     throw AutogradError("gelu_no_grad_: an in-place activation for inference, called with grad mode on");
@@ -17,8 +18,8 @@ void gelu_no_grad_(const Tensor& t, bool approximate) {
   View& x = mutable_val(t);
   if (approximate)
     xt::noalias(x) = 0.5f * x * (1.0f + xt::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-  else
-    xt::noalias(x) = x * (0.5f * (1.0f + xt::erf(x * 0.7071067811865476f)));
+  else  // the vector kernel tg::gelu runs (backend/vec.h), in place: the same values
+    vec::kernels().gelu(x.data(), x.data(), nullptr, x.size());
   bump_version(t);
 }
 
