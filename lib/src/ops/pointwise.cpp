@@ -258,6 +258,16 @@ Tensor ceil(const Tensor& x_arg) {
 
 // y = aᵇ (broadcast)   da = g · b · a^(b-1)  (0 where b = 0)
 //                      db = g · y · log(a)   (0 where a = 0 and b >= 0)
+namespace {
+// xᵉ with PyTorch's (and C's) values at a zero base, which xsimd's pow does not give on every
+// instruction set (0⁰ came out 0 in the SSE2 build): 0⁰ = 1, 0ᵉ = 0 for e > 0, inf for e < 0.
+template <class X, class E>
+Array pow_exact(const X& x, const E& e) {
+  return xt::where(xt::equal(x, 0.0f), xt::where(xt::equal(e, 0.0f), 1.0f, xt::where(e > 0.0f, 0.0f, INFINITY)),
+                   xt::pow(x, e));
+}
+}  // namespace
+
 Tensor pow(const Tensor& a_arg, const Tensor& b_arg) {
   Tensor a_copy;
   const Tensor& a = dense(a_arg, a_copy);
@@ -267,13 +277,13 @@ Tensor pow(const Tensor& a_arg, const Tensor& b_arg) {
   require_defined(b, "pow", "the exponent");
   if (val(a).shape() != val(b).shape()) broadcast_shapes(a.shape(), b.shape(), "pow");
   const bool rec = will_record(a, b);
-  auto y = make_storage(xt::pow(val(a), val(b)));
+  auto y = make_storage(pow_exact(val(a), val(b)));
   const Saved sy = rec && b.requires_grad() ? Saved(y) : Saved();
   return record("pow", y, {a, b}, [sa = Saved(a), sb = Saved(b), sy](BackwardContext& ctx) {
     const View& va = ctx.read(sa);
     const View& vb = ctx.read(sb);
     if (ctx.needs(0))
-      ctx.give(0, Array(xt::where(xt::equal(vb, 0.0f), 0.0f, ctx.grad * vb * xt::pow(va, vb - 1.0f))));
+      ctx.give(0, Array(xt::where(xt::equal(vb, 0.0f), 0.0f, ctx.grad * vb * pow_exact(va, Array(vb - 1.0f)))));
     if (ctx.needs(1))
       ctx.give(1, Array(xt::where(xt::equal(va, 0.0f) && vb >= 0.0f, 0.0f, ctx.grad * ctx.read(sy) * xt::log(va))));
   });
@@ -284,7 +294,7 @@ Tensor pow(float s, const Tensor& b_arg) {
   Tensor b_copy;
   const Tensor& b = dense(b_arg, b_copy);
   require_defined(b, "pow", "the exponent");
-  auto y = make_storage(xt::pow(s, val(b)));
+  auto y = make_storage(pow_exact(xt::xscalar<float>(s), val(b)));
   return record("pow_scalar_base", y, {b}, [sb = Saved(b), sy = Saved(y), s](BackwardContext& ctx) {
     if (s == 0.0f)  // log(0) = -inf, but y = 0 there for b > 0 (and 1 at b = 0)
       ctx.give(0, Array(xt::where(ctx.read(sb) >= 0.0f, 0.0f, ctx.grad * ctx.read(sy) * -INFINITY)));
