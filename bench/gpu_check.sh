@@ -21,7 +21,7 @@ PROGRAMS=(tests/test_backend_gemm tests/test_backend_device_cache bench/gemm_ben
 pack() {
   local dir=$1 build=${2:-build-gpu}
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTAPEGRAD_CUDA=ON \
-        -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_MPI=OFF > "$build.configure.log"
+        -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_MPI=OFF
   cmake --build "$build" -j"$(nproc)" --target tapegrad_cuda tapegrad_cuda_emulated \
         test_backend_gemm test_backend_device_cache gemm_bench workloads
   rm -rf "$dir"
