@@ -117,25 +117,31 @@ Tensor matmul(const Tensor& a_arg, const Tensor& b_arg) {
                 [sa, sb, as, bs, a_batch, b_batch, out_batch, M, N, K, oa, ob, batch, a_leaf,
                  b_leaf](BackwardContext& ctx) {
                   const float* g = ctx.grad.data();
+                  // Each gradient is summed over the batch into zeros, or straight into a
+                  // leaf operand's .grad() where BackwardContext::leaf_grad allows.
                   if (ctx.needs(0)) {  // dA[batch i] += G · Bᵀ
                     const auto at = batch_offsets(a_batch, out_batch, M * K);
                     const float* pb = ctx.read_data(sb);
                     const gemm::OperandId ib = b_leaf ? operand_id(*sb.storage()) : gemm::OperandId{};
-                    Array ga = xt::zeros<float>(to_xshape(as));
+                    LeafGrad acc = ctx.leaf_grad(0, {sb.storage()});
+                    Array ga = acc ? Array() : Array(xt::zeros<float>(to_xshape(as)));
+                    float* da = acc ? acc.data() : ga.data();
                     for (int64_t i = 0; i < batch; ++i)
                       gemm::gemm(false, !ob.m.trans, M, K, N, 1.0f, g + i * M * N, N,
-                                 pb + ob.at[i], ob.m.ld, 1.0f, ga.data() + at[i], K, {}, ib);
-                    ctx.give(0, std::move(ga));
+                                 pb + ob.at[i], ob.m.ld, 1.0f, da + at[i], K, {}, ib);
+                    if (!acc) ctx.give(0, std::move(ga));
                   }
                   if (ctx.needs(1)) {  // dB[batch i] += Aᵀ · G
                     const auto at = batch_offsets(b_batch, out_batch, K * N);
                     const float* pa = ctx.read_data(sa);
                     const gemm::OperandId ia = a_leaf ? operand_id(*sa.storage()) : gemm::OperandId{};
-                    Array gb = xt::zeros<float>(to_xshape(bs));
+                    LeafGrad acc = ctx.leaf_grad(1, {sa.storage()});
+                    Array gb = acc ? Array() : Array(xt::zeros<float>(to_xshape(bs)));
+                    float* db = acc ? acc.data() : gb.data();
                     for (int64_t i = 0; i < batch; ++i)
                       gemm::gemm(!oa.m.trans, false, K, N, M, 1.0f, pa + oa.at[i], oa.m.ld,
-                                 g + i * M * N, N, 1.0f, gb.data() + at[i], N, ia);
-                    ctx.give(1, std::move(gb));
+                                 g + i * M * N, N, 1.0f, db + at[i], N, ia);
+                    if (!acc) ctx.give(1, std::move(gb));
                   }
                 });
 }
@@ -200,7 +206,7 @@ Array linear_forward(const LinearArgs& a) {
 }
 
 /// linear's backward from dL/d(x Wᵀ + b), G (rows, out): what it saved, and the products.
-/// A gradient whose input is a leaf with a .grad() is added straight into it (the GEMM with
+/// dx and dW go straight into their leaf's .grad() where it exists (the GEMM with
 /// beta = 1; BackwardContext::leaf_grad says when), else computed and given.
 struct LinearBackward {
   Saved sx, sw;  // x for dW, the weight for dx (each only if the other needs a gradient)
@@ -245,20 +251,16 @@ struct LinearBackward {
       }
     }
     if (ctx.needs(2)) {  // db = Σ_r G[r], row after row (the vector kernels)
+      // Summed apart and then added, even into an existing .grad(): adding the rows into it
+      // one by one would round differently from the old path (a + Σ against Σ(a + ...)) for
+      // no gain (db is one row).
       const vec::Kernels& k = vec::kernels();
       const auto n = static_cast<size_t>(out);
-      auto db = [&](float* dst) {
-        for (int64_t r = 0; r < rows; ++r)
-          k.binary(vec::Binary::Add, dst, n, g + r * out, n, dst, n);
-      };
-      if (LeafGrad acc = ctx.leaf_grad(2)) {
-        db(acc.data());
-      } else {
-        Array gb = Array::from_shape({n});
-        std::fill(gb.begin(), gb.end(), 0.0f);
-        db(gb.data());
-        ctx.give(2, std::move(gb));
-      }
+      Array gb = Array::from_shape({n});
+      std::fill(gb.begin(), gb.end(), 0.0f);
+      for (int64_t r = 0; r < rows; ++r)
+        k.binary(vec::Binary::Add, gb.data(), n, g + r * out, n, gb.data(), n);
+      ctx.give(2, std::move(gb));
     }
   }
 };
