@@ -52,7 +52,13 @@ void accumulate(std::shared_ptr<Storage>& dst, Array&& g) {
   }
 }
 
+// LeafGrads alive on this thread: each holds leaf_mutex (see BackwardContext::leaf_grad).
+thread_local int leaf_grads_held = 0;
+
 void accumulate_leaf(TensorImpl& leaf, Array&& g) {
+  if (leaf_grads_held)  // the lock is not recursive: this would deadlock
+    throw Error("internal error: a backward closure gave a leaf a gradient while it held a "
+                "LeafGrad (release it first)");
   std::lock_guard<std::mutex> lock(leaf_mutex);
   accumulate(leaf.grad, std::move(g));
 }
@@ -136,6 +142,30 @@ const View& BackwardContext::read(const Saved& s) const {
 const float* BackwardContext::read_data(const Saved& s) const {
   check_version(s);
   return s.storage_->data.data() + s.offset_;
+}
+
+LeafGrad BackwardContext::leaf_grad(size_t i, std::initializer_list<const Storage*> reads) const {
+  LeafGrad out;
+  if (targets || anomaly_on() || (i == 0 && self_grad_)) return out;
+  const Edge& e = node_.next.at(i);
+  if (e.fn || !e.leaf) return out;  // no gradient wanted, or the input came out of an op
+  TensorImpl& leaf = *e.leaf;
+  std::unique_lock<std::mutex> lock(leaf_mutex);
+  const std::shared_ptr<Storage>& g = leaf.grad;
+  if (!g || g->dtype != DType::Float32 || g->data.shape() != leaf.shape()) return out;
+  if (g == leaf.storage) return out;  // set_grad(itself): keep the values the op may read
+  for (const Storage* r : reads)
+    if (r == g.get()) return out;  // the GEMM would write what it reads
+  out.lock_ = std::move(lock);
+  out.grad_ = g;
+  ++leaf_grads_held;
+  return out;
+}
+
+LeafGrad::~LeafGrad() {
+  if (!grad_) return;
+  bump_version(*grad_);  // the write, recorded before the lock goes
+  --leaf_grads_held;
 }
 
 // Sums g down to input i's shape and adds it where it belongs: to the pending gradient of

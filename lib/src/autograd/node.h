@@ -10,6 +10,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -55,6 +56,28 @@ class Saved {
   uint32_t version_ = 0;
 };
 
+/// A leaf input's .grad() buffer, held for an op that adds its gradient there itself (a GEMM
+/// with beta = 1) instead of giving it: see BackwardContext::leaf_grad. While it lives it
+/// holds the lock under which leaves accumulate (two threads' backward passes may meet in a
+/// shared parameter), so the op must not give() anything until it is gone; its destructor
+/// records the write (bumps the gradient's version).
+class LeafGrad {
+ public:
+  LeafGrad() = default;
+  LeafGrad(LeafGrad&&) = default;
+  LeafGrad& operator=(LeafGrad&&) = delete;
+  ~LeafGrad();
+  /// False: accumulate the old way (compute the gradient, then give() it).
+  explicit operator bool() const { return grad_ != nullptr; }
+  /// The gradient's elements: dense, row-major, in the leaf's shape.
+  float* data() const { return grad_->data.data(); }
+
+ private:
+  friend class BackwardContext;
+  std::unique_lock<std::mutex> lock_;
+  std::shared_ptr<Storage> grad_;
+};
+
 /// What a backward closure sees: the gradient of the op's output, and where to send the
 /// gradients of its inputs.
 class BackwardContext {
@@ -91,6 +114,14 @@ class BackwardContext {
   /// The same check for a value saved with Saved::strided: its element 0, from which the op
   /// steps by the strides it recorded.
   const float* read_data(const Saved& s) const;
+  /// Input i's .grad() to add its gradient into, in place, for an op that can fold the sum
+  /// into its kernel (dW = Gᵀx by a GEMM with beta = 1, no buffer, no extra pass); empty
+  /// where it must give() instead. Only a leaf whose .grad() exists (a zero_grad() in place
+  /// leaves zeros; set_to_none leaves none), dense float32 of the leaf's shape and none of
+  /// the storages the op reads (`reads`), outside autograd::grad and backward(inputs) (the
+  /// leaf's .grad() is not theirs to touch) and outside anomaly mode (which inspects every
+  /// gradient given). Holding it counts as giving input i its gradient.
+  LeafGrad leaf_grad(size_t i, std::initializer_list<const Storage*> reads = {}) const;
 
  private:
   void check_version(const Saved& s) const;

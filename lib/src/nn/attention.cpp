@@ -12,6 +12,7 @@
 
 #include "nn/format.h"
 #include "ops/attention.h"
+#include "ops/linear_act.h"
 #include "ops/no_grad.h"
 #include "tapegrad/autograd.h"
 #include "tapegrad/nn/init.h"
@@ -210,8 +211,17 @@ FeedForward::FeedForward(const FeedForwardOptions& o) : Cloneable("FeedForward")
 Tensor FeedForward::forward(const Tensor& x) {
   const auto scope = this->scope();  // names this module in anomaly reports
   if (!is_grad_enabled()) return forward_no_grad(*this, x);
-  Tensor h = fc1->forward(x);
-  h = options.activation() == "gelu" ? gelu(h) : relu(h);
+  // fc1 and the activation as one op: one pass over the (..., F) output after the GEMM, and
+  // one backward. An input fc1 does not take goes through fc1's own forward, whose error
+  // names it.
+  if (!x.defined() || x.dim() == 0 || x.size(-1) != fc1->options.in_features()) fc1->forward(x);
+  Tensor h;
+  {
+    const auto fc1_scope = fc1->scope();  // anomaly reports name fc1
+    h = detail::linear_act(x, fc1->weight, fc1->bias,
+                           options.activation() == "gelu" ? detail::Activation::Gelu
+                                                          : detail::Activation::Relu);
+  }
   return fc2->forward(dropout(h, options.dropout(), is_training()));
 }
 
