@@ -258,12 +258,25 @@ Tensor TransformerBlock::forward(const Tensor& x, const AttentionForwardOptions&
   AttentionForwardOptions o = attention;
   o.need_weights(false);
   const bool train = is_training();
-  Tensor y;
+  Tensor branch;
   {
     const Tensor h = ln1->forward(x);
-    y = residual(x, attn->forward(h, h, h, o).output, options.dropout(), train);
+    branch = attn->forward(h, h, h, o).output;
   }
-  return residual(y, ffn->forward(ln2->forward(y)), options.dropout(), train);
+  if (!is_grad_enabled()) {  // inference: the sum in the branch's buffer (residual())
+    const Tensor y = residual(x, branch, options.dropout(), train);
+    branch = Tensor();
+    return residual(y, ffn->forward(ln2->forward(y)), options.dropout(), train);
+  }
+  // y = x + dropout(branch) and ln2(y) in one pass (the dropout is drawn first, as before).
+  AddLayerNorm yh;
+  {
+    const auto ln2_scope = ln2->scope();  // names ln2 in anomaly reports
+    yh = add_layer_norm(x, dropout(branch, options.dropout(), train),
+                        ln2->options.normalized_shape(), ln2->weight, ln2->bias, ln2->options.eps());
+  }
+  branch = Tensor();
+  return residual(yh.sum, ffn->forward(yh.norm), options.dropout(), train);
 }
 
 Tensor TransformerBlock::forward(const Tensor& x, KVCache& cache, int64_t layer) {
