@@ -202,8 +202,13 @@ std::shared_ptr<Storage> pack_rows(const std::vector<Tensor>& parts) {
   Array packed = Array::from_shape(to_xshape(shape));
   float* at = packed.data();
   for (const Tensor& p : parts) {
-    const Array rows = dense_copy(*p.impl());
-    at = std::copy(rows.begin(), rows.end(), at);
+    const TensorImpl& impl = *p.impl();
+    if (impl.contiguous()) {
+      at = std::copy_n(impl.ptr(), impl.numel(), at);
+    } else {
+      const Array rows = dense_copy(impl);
+      at = std::copy(rows.begin(), rows.end(), at);
+    }
   }
   return make_storage(std::move(packed));
 }
