@@ -64,6 +64,17 @@ void norm_row(const float* x, size_t N, float eps, const float* w, const float* 
                      }) / static_cast<double>(N);
   const float rs = static_cast<float>(1.0 / std::sqrt(var + eps));
   rstd = rs;
+  if (w && b) {  // the common case, in loops without a branch (they vectorize)
+    if (h) {
+      for (size_t i = 0; i < N; ++i) {
+        h[i] = (x[i] - mu) * rs;
+        y[i] = h[i] * w[i] + b[i];
+      }
+    } else {
+      for (size_t i = 0; i < N; ++i) y[i] = (x[i] - mu) * rs * w[i] + b[i];
+    }
+    return;
+  }
   for (size_t i = 0; i < N; ++i) {
     const float hi = (x[i] - mu) * rs;
     if (h) h[i] = hi;
