@@ -55,6 +55,15 @@ Tensor as_additive(const AttnMask& m) {
 // ---- MultiheadAttention ----------------------------------------------------------------------
 
 
+namespace impl {
+namespace {
+thread_local bool t_separate = false;  // a SeparateProjectionsScope is alive
+}  // namespace
+SeparateProjectionsScope::SeparateProjectionsScope() : previous_(t_separate) { t_separate = true; }
+SeparateProjectionsScope::~SeparateProjectionsScope() { t_separate = previous_; }
+bool SeparateProjectionsScope::active() { return t_separate; }
+}  // namespace impl
+
 // x Wᵀ + b with W = cat(q, k, v weights) (3C, C), b likewise: q, k and v side by side in
 // (B, T, 3C). Undefined when the parts cannot be packed (a weight not (C, C) float32, biases
 // only in some): the caller then runs the three Linears, whose errors say what is wrong.
@@ -173,7 +182,8 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   AttentionOutput result;
   Tensor* weights = o.need_weights() ? &result.weights : nullptr;
   Tensor heads;
-  const Tensor qkv = query.is_same(key) && key.is_same(value) ? packed_projection(query) : Tensor();
+  const bool self = query.is_same(key) && key.is_same(value);
+  const Tensor qkv = self && !impl::SeparateProjectionsScope::active() ? packed_projection(query) : Tensor();
   if (qkv.defined()) {  // (B, T, 3C): q, k and v of head h at columns h·Dh, C + h·Dh, 2C + h·Dh
     s.q = {Tq * 3 * C, head_dim, 3 * C, 0};
     s.k = {Tk * 3 * C, head_dim, 3 * C, C};

@@ -38,6 +38,20 @@ struct PackedInProjection {
     return m.packed_->packs;
   }
 };
+
+/// While one is alive, self-attention on this thread projects q, k and v with three GEMMs, as
+/// cross-attention does (benchmarks time both; tests compare them).
+class SeparateProjectionsScope {
+ public:
+  SeparateProjectionsScope();
+  ~SeparateProjectionsScope();
+  SeparateProjectionsScope(const SeparateProjectionsScope&) = delete;
+  SeparateProjectionsScope& operator=(const SeparateProjectionsScope&) = delete;
+  static bool active();
+
+ private:
+  bool previous_;
+};
 }  // namespace impl
 
 }  // namespace nn
