@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "nn/packed_projection.h"  // impl::PackedInProjection::packs_of
 #include "reference.h"
 #include "tapegrad/tapegrad.h"
 
@@ -271,4 +272,138 @@ TEST_F(NnAttention, BadOptionsAndInputs) {
              "(B·H, Tq, Tk) = [4, 5, 5]");
   expect_msg([&] { attn.forward(x, x, x, AttentionForwardOptions().key_padding_mask(AttnMask::boolean(zeros({2, 4})))); },
              "key_padding_mask shape [2, 4], expected (B, Tk) = [2, 5]");
+}
+
+// ---- the packed q/k/v projection of self-attention -------------------------------------------
+
+namespace {
+
+int64_t packs(const MultiheadAttention& m) { return impl::PackedInProjection::packs_of(m); }
+
+struct Grads {
+  Tensor y, dx;
+  std::vector<Tensor> params;  // each parameter's gradient (undefined where none)
+};
+
+/// One forward and backward of self-attention on x's values: packed (x passed three times) or
+/// through three GEMMs (key and value other tensors with x's values, their gradients added).
+Grads run_self_attention(MultiheadAttention& mha, const Tensor& values, bool packed,
+                         const AttentionForwardOptions& o = AttentionForwardOptions()) {
+  mha.zero_grad(true);
+  const Tensor x = values.detach().clone().requires_grad_();
+  const Tensor k = packed ? x : x * 1.0f, v = packed ? x : x * 1.0f;
+  Grads r;
+  r.y = mha.forward(x, k, v, o).output;
+  sum(r.y * r.y).backward();
+  r.dx = x.grad();
+  for (const auto& p : mha.parameters()) r.params.push_back(p.grad().defined() ? p.grad().clone() : Tensor());
+  return r;
+}
+
+/// The packed path runs (it packs at most once) and equals the three GEMMs.
+void expect_packed_equals_unpacked(MultiheadAttention& mha, const Tensor& x,
+                                   const AttentionForwardOptions& o = AttentionForwardOptions()) {
+  const int64_t before = packs(mha);
+  const Grads a = run_self_attention(mha, x, true, o);
+  EXPECT_LE(packs(mha), before + 1);
+  const Grads b = run_self_attention(mha, x, false, o);
+  EXPECT_TRUE(ref::close(a.y, b.y));
+  EXPECT_TRUE(ref::close(a.dx, b.dx));
+  const auto names = mha.named_parameters();
+  for (size_t i = 0; i < a.params.size(); ++i) {
+    SCOPED_TRACE(names.keys()[i]);
+    ASSERT_EQ(a.params[i].defined(), b.params[i].defined());
+    if (a.params[i].defined()) EXPECT_TRUE(ref::close(a.params[i], b.params[i]));
+  }
+}
+
+}  // namespace
+
+TEST_F(NnAttention, PackedProjectionEqualsThreeGemms) {
+  for (const bool bias : {true, false}) {
+    SCOPED_TRACE(bias ? "bias" : "no bias");
+    auto mha = std::make_shared<MultiheadAttention>(MultiheadAttentionOptions(8, 2).bias(bias));
+    for (const auto& p : mha->parameters()) init::uniform_(p, -0.5f, 0.5f);
+    const Tensor x = rand({2, 5, 8}) * 2.0f - 1.0f;
+    const int64_t before = packs(*mha);
+    expect_packed_equals_unpacked(*mha, x);
+    EXPECT_EQ(packs(*mha), before + 1);  // the packed path ran
+    expect_packed_equals_unpacked(*mha, x, AttentionForwardOptions().causal(true));
+    Tensor kpm = zeros({2, 5});
+    kpm.data()(0, 4) = 1.0f;
+    expect_packed_equals_unpacked(*mha, x, AttentionForwardOptions().key_padding_mask(AttnMask::boolean(kpm)));
+    // The fused causal kernel (keys >= its min_keys): packed operands there too.
+    expect_packed_equals_unpacked(*mha, rand({1, 130, 8}), AttentionForwardOptions().causal(true));
+    EXPECT_EQ(packs(*mha), before + 1);  // nothing changed since: packed once
+  }
+}
+
+TEST_F(NnAttention, PackedProjectionFollowsTheWeights) {
+  auto mha = std::make_shared<MultiheadAttention>(MultiheadAttentionOptions(8, 2));
+  for (const auto& p : mha->parameters()) init::uniform_(p, -0.5f, 0.5f);
+  const Tensor x = rand({2, 4, 8});
+  expect_packed_equals_unpacked(*mha, x);
+  int64_t n = packs(*mha);
+
+  {  // an optimizer step (a version bump of every weight)
+    SCOPED_TRACE("after an optimizer step");
+    run_self_attention(*mha, x, true);
+    optim::SGD(mha->parameters(), 0.1).step();
+    expect_packed_equals_unpacked(*mha, x);
+    EXPECT_EQ(packs(*mha), n + 1);
+    n = packs(*mha);
+  }
+  {  // load_state_dict from another module
+    SCOPED_TRACE("after load_state_dict");
+    auto other = std::make_shared<MultiheadAttention>(MultiheadAttentionOptions(8, 2));
+    for (const auto& p : other->parameters()) init::uniform_(p, -0.5f, 0.5f);
+    std::vector<std::pair<std::string, Tensor>> state;
+    for (const auto& [k, v] : other->state_dict()) state.emplace_back(k, v);
+    load_state_dict(*mha, state);
+    const Grads a = run_self_attention(*mha, x, true);
+    const Grads b = run_self_attention(*other, x, true);
+    EXPECT_TRUE(ref::close(a.y, b.y));
+    EXPECT_EQ(packs(*mha), n + 1);
+    n = packs(*mha);
+  }
+  {  // a new tensor assigned to a weight: its gradient goes to the new tensor
+    SCOPED_TRACE("after assigning a new weight");
+    mha->k_proj->weight = (rand({8, 8}) - 0.5f).detach().requires_grad_();
+    expect_packed_equals_unpacked(*mha, x);
+    EXPECT_EQ(packs(*mha), n + 1);
+    n = packs(*mha);
+  }
+  {  // a raw pointer handed out before packing, written after: no version bump, still seen
+    SCOPED_TRACE("after a raw write");
+    float* w = mha->v_proj->weight.data_ptr();
+    expect_packed_equals_unpacked(*mha, x);
+    n = packs(*mha);
+    w[3] += 0.25f;
+    expect_packed_equals_unpacked(*mha, x);
+    EXPECT_EQ(packs(*mha), n + 1);
+  }
+  {  // a frozen weight gets no gradient, packed or not
+    SCOPED_TRACE("frozen q_proj.weight");
+    mha->q_proj->weight.requires_grad_(false);
+    expect_packed_equals_unpacked(*mha, x);
+  }
+}
+
+TEST_F(NnAttention, PackedProjectionKeepsTheStateDict) {
+  auto mha = std::make_shared<MultiheadAttention>(MultiheadAttentionOptions(8, 2));
+  const Tensor x = rand({1, 3, 8});
+  mha->forward(x, x, x);
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : mha->state_dict()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"q_proj.weight", "q_proj.bias", "k_proj.weight",
+                                            "k_proj.bias", "v_proj.weight", "v_proj.bias",
+                                            "out_proj.weight", "out_proj.bias"}));
+}
+
+TEST_F(NnAttention, CrossAttentionDoesNotPack) {
+  auto mha = std::make_shared<MultiheadAttention>(MultiheadAttentionOptions(8, 2));
+  const Tensor q = rand({1, 3, 8}), kv = rand({1, 4, 8});
+  mha->forward(q, kv, kv);
+  mha->forward(kv, kv, kv * 1.0f);  // self-attention, but not the same tensor three times
+  EXPECT_EQ(packs(*mha), 0);
 }

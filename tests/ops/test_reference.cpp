@@ -60,6 +60,13 @@ TEST(OpsReference, LayerNorm) {
              [](auto& v) { return layer_norm(v[0], {3, 4}, v[1], v[2], 1e-5f); });
 }
 
+TEST(OpsReference, AddLayerNorm) {  // both outputs, stacked: (2, ...)
+  check_case("add_layer_norm", {"a", "b", "w", "bias"}, [](auto& v) {
+    const auto [s, n] = add_layer_norm(v[0], v[1], {6}, v[2], v[3]);
+    return stack({s, n});
+  });
+}
+
 TEST(OpsReference, CrossEntropyIgnoreIndex) {
   const auto t = idx("ce_ignore_mean");
   check_case("ce_ignore_mean", {"x"}, [&](auto& v) { return cross_entropy(v[0], t); });

@@ -136,6 +136,14 @@ def main():
          {"a": torch.randn(4, 1), "b": torch.randn(1, 3)})
     case("bcast_sub_0d", lambda a, b: a - b, {"a": torch.randn(()), "b": torch.randn(2, 3)})
 
+    # ---- add_layer_norm: s = a + b and layer_norm(s), stacked so one backward reaches both --
+    def add_layer_norm(a, b, w, bias):
+        s = a + b
+        return torch.stack([s, F.layer_norm(s, (6,), w, bias, 1e-5)])
+    case("add_layer_norm", add_layer_norm,
+         {"a": torch.randn(2, 3, 6), "b": torch.randn(2, 3, 6) * 2, "w": torch.randn(6),
+          "bias": torch.randn(6)})
+
     print("wrote", len(os.listdir(OUT)), "files to", os.path.normpath(OUT))
 
 

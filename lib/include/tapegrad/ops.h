@@ -200,9 +200,11 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // (stack, split, flip...), creation (eye, linspace, tril...) and whole-tensor checks; more
 // elementwise ops (clamp, sin, softplus, pow...) and losses (BCE, smooth L1, Huber, L1, KL,
 // probability targets); int64 and bool tensors' ops (comparisons, argmax, nonzero, one_hot...);
-// indexing and selection (gather/scatter, sort/topk, multinomial, x.index({...})).
+// indexing and selection (gather/scatter, sort/topk, multinomial, x.index({...})); fused ops
+// (the residual add with layer_norm).
 #include "tapegrad/ops/combine.h"
 #include "tapegrad/ops/create.h"
+#include "tapegrad/ops/fused.h"
 #include "tapegrad/ops/integer.h"
 #include "tapegrad/ops/index.h"
 #include "tapegrad/ops/loss.h"

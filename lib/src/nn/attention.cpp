@@ -14,6 +14,8 @@
 #include "ops/attention.h"
 #include "ops/linear_act.h"
 #include "ops/no_grad.h"
+#include "nn/packed_projection.h"
+#include "ops/packed.h"
 #include "tapegrad/autograd.h"
 #include "tapegrad/nn/init.h"
 
@@ -53,8 +55,51 @@ Tensor as_additive(const AttnMask& m) {
 
 // ---- MultiheadAttention ----------------------------------------------------------------------
 
+
+namespace impl {
+namespace {
+thread_local bool t_separate = false;  // a SeparateProjectionsScope is alive
+}  // namespace
+SeparateProjectionsScope::SeparateProjectionsScope() : previous_(t_separate) { t_separate = true; }
+SeparateProjectionsScope::~SeparateProjectionsScope() { t_separate = previous_; }
+bool SeparateProjectionsScope::active() { return t_separate; }
+}  // namespace impl
+
+// x Wᵀ + b with W = cat(q, k, v weights) (3C, C), b likewise: q, k and v side by side in
+// (B, T, 3C). Undefined when the parts cannot be packed (a weight not (C, C) float32, biases
+// only in some): the caller then runs the three Linears, whose errors say what is wrong.
+Tensor MultiheadAttention::packed_projection(const Tensor& x) {
+  const int64_t C = options.embed_dim();
+  const std::vector<Tensor> weights = {q_proj->weight, k_proj->weight, v_proj->weight};
+  const std::vector<Tensor> biases = {q_proj->bias, k_proj->bias, v_proj->bias};
+  const bool bias = biases[0].defined();
+  for (const Tensor& w : weights)
+    if (!w.defined() || w.dtype() != kFloat32 || w.shape() != Shape{C, C}) return Tensor();
+  for (const Tensor& b : biases)
+    if (b.defined() != bias || (bias && (b.dtype() != kFloat32 || b.shape() != Shape{C})))
+      return Tensor();
+  std::vector<impl::PackedInProjection::Stamp> now;
+  for (const Tensor& t : {weights[0], weights[1], weights[2], biases[0], biases[1], biases[2]})
+    if (t.defined()) now.push_back(impl::PackedInProjection::stamp(t));
+  std::shared_ptr<detail::Storage> w, b;
+  {
+    std::lock_guard<std::mutex> lock(packed_->mutex);
+    if (!packed_->weight || now != packed_->stamps ||
+        !detail::still_packed(*packed_->weight, weights) ||
+        (bias && !detail::still_packed(*packed_->bias, biases))) {
+      packed_->weight = detail::pack_rows(weights);
+      packed_->bias = bias ? detail::pack_rows(biases) : nullptr;
+      packed_->stamps = std::move(now);
+      ++packed_->packs;
+    }
+    w = packed_->weight;
+    b = packed_->bias;
+  }
+  return linear(x, detail::packed_rows(w, weights), bias ? detail::packed_rows(b, biases) : Tensor());
+}
+
 MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& o)
-    : Cloneable("MultiheadAttention"), options(o) {
+    : Cloneable("MultiheadAttention"), options(o), packed_(std::make_shared<impl::PackedInProjection>()) {
   if (o.embed_dim() <= 0 || o.num_heads() <= 0)
     value_error("embed_dim and num_heads must be positive, got embed_dim=" +
                 std::to_string(o.embed_dim()) + ", num_heads=" + std::to_string(o.num_heads()));
@@ -125,7 +170,6 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
     mask = mask.defined() ? AttnMask::additive(as_additive(mask) + as_additive(kp)) : kp;
   }
 
-  const Tensor q = q_proj->forward(query), k = k_proj->forward(key), v = v_proj->forward(value);
   detail::AttentionShape s;
   s.op = "multihead_attention";
   s.B = B;
@@ -133,18 +177,33 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   s.Tq = Tq;
   s.Tk = Tk;
   s.D = s.Dv = head_dim;
-  s.q = {Tq * C, head_dim, C};  // (B, Tq, C): head h at column h·Dh
-  s.k = {Tk * C, head_dim, C};
-  s.v = {Tk * C, head_dim, C};
   s.out = {Tq * C, head_dim, C};
-  s.dq = s.q;  // the projections' gradients in the projections' own (B, T, C) layout
-  s.dk = s.k;
-  s.dv = s.v;
   s.out_shape = {B, Tq, C};
   s.lead = {B, H};
   AttentionOutput result;
-  const Tensor heads = detail::attention(s, q, k, v, mask, o.causal(), options.dropout(), is_training(),
-                                         o.need_weights() ? &result.weights : nullptr);
+  Tensor* weights = o.need_weights() ? &result.weights : nullptr;
+  Tensor heads;
+  const bool self = query.is_same(key) && key.is_same(value);
+  const Tensor qkv = self && !impl::SeparateProjectionsScope::active() ? packed_projection(query) : Tensor();
+  if (qkv.defined()) {  // (B, T, 3C): q, k and v of head h at columns h·Dh, C + h·Dh, 2C + h·Dh
+    s.q = {Tq * 3 * C, head_dim, 3 * C, 0};
+    s.k = {Tk * 3 * C, head_dim, 3 * C, C};
+    s.v = {Tk * 3 * C, head_dim, 3 * C, 2 * C};
+    s.dq = s.q;  // one gradient, in qkv's layout
+    s.dk = s.k;
+    s.dv = s.v;
+    s.packed = true;
+    heads = detail::attention(s, qkv, qkv, qkv, mask, o.causal(), options.dropout(), is_training(), weights);
+  } else {
+    const Tensor q = q_proj->forward(query), k = k_proj->forward(key), v = v_proj->forward(value);
+    s.q = {Tq * C, head_dim, C};  // (B, Tq, C): head h at column h·Dh
+    s.k = {Tk * C, head_dim, C};
+    s.v = {Tk * C, head_dim, C};
+    s.dq = s.q;  // the projections' gradients in the projections' own (B, T, C) layout
+    s.dk = s.k;
+    s.dv = s.v;
+    heads = detail::attention(s, q, k, v, mask, o.causal(), options.dropout(), is_training(), weights);
+  }
   result.output = out_proj->forward(heads);
   return result;
 }
@@ -268,12 +327,25 @@ Tensor TransformerBlock::forward(const Tensor& x, const AttentionForwardOptions&
   AttentionForwardOptions o = attention;
   o.need_weights(false);
   const bool train = is_training();
-  Tensor y;
+  Tensor branch;
   {
     const Tensor h = ln1->forward(x);
-    y = residual(x, attn->forward(h, h, h, o).output, options.dropout(), train);
+    branch = attn->forward(h, h, h, o).output;
   }
-  return residual(y, ffn->forward(ln2->forward(y)), options.dropout(), train);
+  if (!is_grad_enabled()) {  // inference: the sum in the branch's buffer (residual())
+    const Tensor y = residual(x, branch, options.dropout(), train);
+    branch = Tensor();
+    return residual(y, ffn->forward(ln2->forward(y)), options.dropout(), train);
+  }
+  // y = x + dropout(branch) and ln2(y) in one pass (the dropout is drawn first, as before).
+  AddLayerNorm yh;
+  {
+    const auto ln2_scope = ln2->scope();  // names ln2 in anomaly reports
+    yh = add_layer_norm(x, dropout(branch, options.dropout(), train),
+                        ln2->options.normalized_shape(), ln2->weight, ln2->bias, ln2->options.eps());
+  }
+  branch = Tensor();
+  return residual(yh.sum, ffn->forward(yh.norm), options.dropout(), train);
 }
 
 Tensor TransformerBlock::forward(const Tensor& x, KVCache& cache, int64_t layer) {

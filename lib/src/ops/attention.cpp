@@ -36,9 +36,9 @@ void batched_gemm(int64_t nb, int64_t nh, bool ta, bool tb, int64_t M, int64_t N
                   float alpha, const float* A, const HeadLayout& la, const float* Bm,
                   const HeadLayout& lb, float* C, const HeadLayout& lc) {
   for (int64_t b = 0; b < nb; ++b)
-    gemm::gemm_strided_batched(ta, tb, M, N, K, alpha, A + b * la.sb, la.ld, la.sh,
-                               Bm + b * lb.sb, lb.ld, lb.sh, 0.0f, C + b * lc.sb, lc.ld, lc.sh,
-                               nh);
+    gemm::gemm_strided_batched(ta, tb, M, N, K, alpha, A + la.at + b * la.sb, la.ld, la.sh,
+                               Bm + lb.at + b * lb.sb, lb.ld, lb.sh, 0.0f, C + lc.at + b * lc.sb,
+                               lc.ld, lc.sh, nh);
 }
 
 // Where the mask lives for each of the N score matrices, and its strides along Tq and Tk
@@ -145,6 +145,8 @@ Tensor reference_attention(const AttentionShape& s, const Tensor& q, const Tenso
                  scale](BackwardContext& ctx) {
                   const int64_t N = s.B * s.H, Tq = s.Tq, Tk = s.Tk;
                   const float* g = ctx.grad.data();
+                  // Packed: dq, dk and dv all land in one array (every element written).
+                  Array dqkv = s.packed && ctx.needs(0) ? Array::from_shape(to_xshape(q_shape)) : Array();
                   if (ctx.needs(2)) {
                     Array pd_buf;
                     const float* pd = P->data();
@@ -152,10 +154,10 @@ Tensor reference_attention(const AttentionShape& s, const Tensor& q, const Tenso
                       pd_buf = *P * *keep;
                       pd = pd_buf.data();
                     }
-                    Array dv = Array::from_shape(to_xshape(v_shape));
+                    Array dv = s.packed ? Array() : Array::from_shape(to_xshape(v_shape));
                     batched_gemm(s.B, s.H, true, false, Tk, s.Dv, Tq, 1.0f, pd, lp, g, s.out,
-                                 dv.data(), s.dv);
-                    ctx.give(2, std::move(dv));
+                                 s.packed ? dqkv.data() : dv.data(), s.dv);
+                    if (!s.packed) ctx.give(2, std::move(dv));
                   }
                   if (!(ctx.needs(0) || ctx.needs(1) || ctx.needs(3))) return;
                   Array ds = Array::from_shape(to_xshape(full));
@@ -174,17 +176,18 @@ Tensor reference_attention(const AttentionShape& s, const Tensor& q, const Tenso
                     for (int64_t j = 0; j < Tk; ++j) dr[j] = pr[j] * (dr[j] - dot);
                   }
                   if (ctx.needs(0)) {
-                    Array dq = Array::from_shape(to_xshape(q_shape));
+                    Array dq = s.packed ? Array() : Array::from_shape(to_xshape(q_shape));
                     batched_gemm(s.B, s.H, false, false, Tq, s.D, Tk, scale, d, lp, ctx.read_data(sk),
-                                 s.k, dq.data(), s.dq);
-                    ctx.give(0, std::move(dq));
+                                 s.k, s.packed ? dqkv.data() : dq.data(), s.dq);
+                    if (!s.packed) ctx.give(0, std::move(dq));
                   }
                   if (ctx.needs(1)) {
-                    Array dk = Array::from_shape(to_xshape(k_shape));
+                    Array dk = s.packed ? Array() : Array::from_shape(to_xshape(k_shape));
                     batched_gemm(s.B, s.H, true, false, Tk, s.D, Tq, scale, d, lp, ctx.read_data(sq),
-                                 s.q, dk.data(), s.dk);
-                    ctx.give(1, std::move(dk));
+                                 s.q, s.packed ? dqkv.data() : dk.data(), s.dk);
+                    if (!s.packed) ctx.give(1, std::move(dk));
                   }
+                  if (s.packed && ctx.needs(0)) ctx.give(0, std::move(dqkv));
                   if (ctx.needs(3)) ctx.give(3, std::move(ds));
                 });
 }
@@ -262,8 +265,8 @@ struct HeadPtr {
 
 HeadPtr head_of(const CausalPlan& c, int64_t n) {
   const int64_t b = n / c.s.H, h = n % c.s.H;
-  return {c.q + b * c.s.q.sb + h * c.s.q.sh, c.k + b * c.s.k.sb + h * c.s.k.sh,
-          c.v + b * c.s.v.sb + h * c.s.v.sh,
+  return {c.q + c.s.q.at + b * c.s.q.sb + h * c.s.q.sh, c.k + c.s.k.at + b * c.s.k.sb + h * c.s.k.sh,
+          c.v + c.s.v.at + b * c.s.v.sb + h * c.s.v.sh,
           c.mask ? c.mask + c.mi.offset[static_cast<size_t>(n)] : nullptr};
 }
 
@@ -300,7 +303,7 @@ void score_tile(const CausalPlan& c, const HeadPtr& hp, int64_t i0, int64_t rows
 void causal_forward_head(const CausalPlan& c, int64_t n, float* out, float* lse, float* scratch) {
   const AttentionShape& s = c.s;
   const HeadPtr hp = head_of(c, n);
-  float* O = out + (n / s.H) * s.out.sb + (n % s.H) * s.out.sh;
+  float* O = out + s.out.at + (n / s.H) * s.out.sb + (n % s.H) * s.out.sh;
   const int64_t lo = s.out.ld;
   float* S = scratch;          // (bq, bk)
   float* m = S + c.bq * c.bk;  // running max per row
@@ -358,11 +361,11 @@ void causal_backward_head(const CausalPlan& c, int64_t n, const float* g, const 
   const HeadPtr hp = head_of(c, n);
   const int64_t b = n / s.H, h = n % s.H;
   const int64_t lo = s.out.ld;
-  const float* G = g + b * s.out.sb + h * s.out.sh;
-  const float* O = o + b * s.out.sb + h * s.out.sh;
-  float* dQ = dg.dq ? dg.dq + b * s.dq.sb + h * s.dq.sh : nullptr;
-  float* dK = dg.dk ? dg.dk + b * s.dk.sb + h * s.dk.sh : nullptr;
-  float* dV = dg.dv ? dg.dv + b * s.dv.sb + h * s.dv.sh : nullptr;
+  const float* G = g + s.out.at + b * s.out.sb + h * s.out.sh;
+  const float* O = o + s.out.at + b * s.out.sb + h * s.out.sh;
+  float* dQ = dg.dq ? dg.dq + s.dq.at + b * s.dq.sb + h * s.dq.sh : nullptr;
+  float* dK = dg.dk ? dg.dk + s.dk.at + b * s.dk.sb + h * s.dk.sh : nullptr;
+  float* dV = dg.dv ? dg.dv + s.dv.at + b * s.dv.sb + h * s.dv.sh : nullptr;
   float* P = scratch;               // (bq, bk)
   float* dS = P + c.bq * c.bk;      // (bq, bk)
   float* delta = dS + c.bq * c.bk;  // (Tq)
@@ -477,11 +480,13 @@ Tensor causal_attention(const AttentionShape& s, const Tensor& q, const Tensor& 
                     }
                     return a;
                   };
-                  Array dq = zeros_if(ctx.needs(0), q_shape), dk = zeros_if(ctx.needs(1), k_shape),
-                        dv = zeros_if(ctx.needs(2), v_shape);
+                  // Packed: dq, dk and dv side by side in dq's array (q_shape is the packed shape).
+                  Array dq = zeros_if(ctx.needs(0), q_shape),
+                        dk = zeros_if(ctx.needs(1) && !s.packed, k_shape),
+                        dv = zeros_if(ctx.needs(2) && !s.packed, v_shape);
                   const HeadGrads dg{ctx.needs(0) ? dq.data() : nullptr,
-                                     ctx.needs(1) ? dk.data() : nullptr,
-                                     ctx.needs(2) ? dv.data() : nullptr};
+                                     !ctx.needs(1) ? nullptr : s.packed ? dq.data() : dk.data(),
+                                     !ctx.needs(2) ? nullptr : s.packed ? dq.data() : dv.data()};
                   const float* g = ctx.grad.data();
                   const float* o = ctx.read_data(so);
                   const float* pl = lse->data();
@@ -489,6 +494,7 @@ Tensor causal_attention(const AttentionShape& s, const Tensor& q, const Tensor& 
                     causal_backward_head(plan, n, g, o, pl + n * s.Tq, dg, scratch);
                   });
                   if (ctx.needs(0)) ctx.give(0, std::move(dq));
+                  if (s.packed) return;
                   if (ctx.needs(1)) ctx.give(1, std::move(dk));
                   if (ctx.needs(2)) ctx.give(2, std::move(dv));
                 });

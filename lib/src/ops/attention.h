@@ -9,11 +9,12 @@
 namespace tg {
 namespace detail {
 
-/// Where the matrix of batch b, head h of an operand starts (b·sb + h·sh) and how far apart
-/// its rows are (ld); its columns are adjacent. (B, H, T, D) contiguous: {H·T·D, T·D, D};
-/// (B, T, H·D): {T·H·D, D, H·D}, which is also the (B, H, T, D) view of it.
+/// Where the matrix of batch b, head h of an operand starts (at + b·sb + h·sh) and how far
+/// apart its rows are (ld); its columns are adjacent. (B, H, T, D) contiguous: {H·T·D, T·D, D};
+/// (B, T, H·D): {T·H·D, D, H·D}, which is also the (B, H, T, D) view of it. `at` places an
+/// operand inside a packed tensor: k in (B, T, 3·H·D) is {T·3HD, D, 3HD, at = HD}.
 struct HeadLayout {
-  int64_t sb = 0, sh = 0, ld = 0;
+  int64_t sb = 0, sh = 0, ld = 0, at = 0;
 };
 
 struct AttentionShape {
@@ -24,6 +25,10 @@ struct AttentionShape {
   Shape out_shape;  // the output tensor's shape (its layout is `out`)
   Shape lead;       // logical batch dims, prod = B·H: masks broadcast over lead + (Tq, Tk),
                     // and the weights have that shape
+  /// q, k and v are one tensor (self-attention's packed projection), passed three times, their
+  /// places in it given by the layouts' `at`: its gradient (dq, dk, dv side by side, in the
+  /// layouts dq, dk, dv) is one array, given to input 0 alone.
+  bool packed = false;
 };
 
 /// The kernel. Shapes of q, k, v must already fit `s`; the mask is checked here (it must

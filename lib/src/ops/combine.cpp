@@ -2,9 +2,11 @@
 // so their gradients come for free: stack = unsqueeze + cat; chunk, split and unbind are
 // narrow/select views; repeat copies an expand view once; roll = cat of two narrows per dim.
 // flip is its own kernel: a copy through negated strides.
+#include <cstring>
 #include <numeric>
 
 #include "ops/common.h"
+#include "ops/packed.h"
 
 namespace tg {
 using namespace detail;
@@ -186,4 +188,60 @@ Tensor roll(const Tensor& x, int64_t shift, int64_t dim) {
   return roll(x, std::vector<int64_t>{shift}, std::vector<int64_t>{dim});
 }
 
+}  // namespace tg
+
+// ---- packed parameters (ops/packed.h) ----------------------------------------------------------
+
+namespace tg {
+namespace detail {
+
+std::shared_ptr<Storage> pack_rows(const std::vector<Tensor>& parts) {
+  Shape shape = parts.at(0).shape();
+  shape[0] = 0;
+  for (const Tensor& p : parts) shape[0] += p.shape()[0];
+  Array packed = Array::from_shape(to_xshape(shape));
+  float* at = packed.data();
+  for (const Tensor& p : parts) {
+    const TensorImpl& impl = *p.impl();
+    if (impl.contiguous()) {
+      at = std::copy_n(impl.ptr(), impl.numel(), at);
+    } else {
+      const Array rows = dense_copy(impl);
+      at = std::copy(rows.begin(), rows.end(), at);
+    }
+  }
+  return make_storage(std::move(packed));
+}
+
+bool still_packed(const Storage& packed, const std::vector<Tensor>& parts) {
+  const float* at = packed.data.data();
+  for (const Tensor& p : parts) {
+    const TensorImpl& impl = *p.impl();
+    const size_t n = impl.numel();
+    if (impl.contiguous() ? std::memcmp(impl.ptr(), at, n * sizeof(float)) != 0
+                          : std::memcmp(dense_copy(impl).data(), at, n * sizeof(float)) != 0)
+      return false;
+    at += n;
+  }
+  return true;
+}
+
+// y = cat(parts, 0) (already packed)       d(part i) = g's rows of part i
+Tensor packed_rows(const std::shared_ptr<Storage>& packed, const std::vector<Tensor>& parts) {
+  std::vector<size_t> sizes;  // elements per part
+  for (const Tensor& p : parts) sizes.push_back(p.numel());
+  std::vector<Shape> shapes;
+  for (const Tensor& p : parts) shapes.push_back(p.shape());
+  return record("packed_rows", packed, parts, [sizes, shapes](BackwardContext& ctx) {
+    const float* g = ctx.grad.data();
+    for (size_t i = 0; i < sizes.size(); g += sizes[i], ++i) {
+      if (!ctx.needs(i)) continue;
+      Array gi = Array::from_shape(to_xshape(shapes[i]));
+      std::copy(g, g + sizes[i], gi.data());
+      ctx.give(i, std::move(gi));
+    }
+  });
+}
+
+}  // namespace detail
 }  // namespace tg

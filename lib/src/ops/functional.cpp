@@ -2,12 +2,14 @@
 // fused: one pass forward and one backward closure each, instead of a dozen small ops.
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include <xtensor/xbuilder.hpp>
 #include <xtensor/xmath.hpp>
 
 #include "ops/common.h"
 #include "ops/lane_sum.h"
+#include "ops/vec_ops.h"
 #include "tapegrad/random.h"
 
 namespace tg {
@@ -29,6 +31,85 @@ Tensor dropout(const Tensor& a_arg, float p, bool training) {
                 [mask](BackwardContext& ctx) { ctx.give(0, Array(ctx.grad * *mask)); });
 }
 
+namespace {
+
+/// Checks layer_norm's arguments for an input of shape xs; returns N = prod(normalized_shape).
+size_t check_layer_norm(const char* op, const Shape& xs, const Shape& normalized_shape,
+                        const Tensor& weight, const Tensor& bias, float eps) {
+  const size_t k = normalized_shape.size();
+  bool ok = k > 0 && xs.size() >= k;
+  for (size_t i = 0; ok && i < k; ++i) ok = xs[xs.size() - k + i] == normalized_shape[i];
+  if (!ok)
+    shape_error(op, "input shape " + to_string(xs) + " does not end with normalized_shape " +
+                        to_string(normalized_shape));
+  if (weight.defined() && weight.shape() != normalized_shape)
+    shape_error(op, "weight shape " + to_string(weight.shape()) + ", expected " +
+                        to_string(normalized_shape));
+  if (bias.defined() && bias.shape() != normalized_shape)
+    shape_error(op, "bias shape " + to_string(bias.shape()) + ", expected " +
+                        to_string(normalized_shape));
+  if (!(eps >= 0.0f) || std::isinf(eps))
+    throw ValueError(std::string(op) + ": eps must be finite and >= 0, got " + std::to_string(eps));
+  return static_cast<size_t>(numel_of(normalized_shape));
+}
+
+/// One row x (N) of the forward: its mean μ and rstd, y = x̂·w + b (w, b null: 1, 0), and x̂
+/// into h unless h is null. Two passes over the row for the moments, sums in vector lanes.
+void norm_row(const float* x, size_t N, float eps, const float* w, const float* b, float* y,
+              float* h, float& mu, float& rstd) {
+  mu = static_cast<float>(lane_sum(N, [&](size_t i) { return x[i]; }) / N);
+  const double var = lane_sum(N, [&](size_t i) {
+                       const float d = x[i] - mu;
+                       return d * d;
+                     }) / static_cast<double>(N);
+  const float rs = static_cast<float>(1.0 / std::sqrt(var + eps));
+  rstd = rs;
+  if (w && b) {  // the common case, in loops without a branch (they vectorize)
+    if (h) {
+      for (size_t i = 0; i < N; ++i) {
+        h[i] = (x[i] - mu) * rs;
+        y[i] = h[i] * w[i] + b[i];
+      }
+    } else {
+      for (size_t i = 0; i < N; ++i) y[i] = (x[i] - mu) * rs * w[i] + b[i];
+    }
+    return;
+  }
+  for (size_t i = 0; i < N; ++i) {
+    const float hi = (x[i] - mu) * rs;
+    if (h) h[i] = hi;
+    y[i] = hi * (w ? w[i] : 1.0f) + (b ? b[i] : 0.0f);
+  }
+}
+
+/// One row of the backward from the output's gradient g and x̂ (both N): dw += g·x̂ and
+/// db += g (unless null), then, unless out is null,
+///   out = add + rstd·(ĝ - mean(ĝ) - x̂·mean(ĝ·x̂)),  ĝ = g·w   (add null: 0; out may be g or add).
+void norm_row_backward(const float* g, const float* h, const float* w, float rstd, size_t N,
+                       float* dw, float* db, const float* add, float* out) {
+  if (dw)
+    for (size_t i = 0; i < N; ++i) dw[i] += g[i] * h[i];
+  if (db)
+    for (size_t i = 0; i < N; ++i) db[i] += g[i];
+  if (!out) return;
+  auto gh = [&](size_t i) { return g[i] * w[i]; };
+  const float a = static_cast<float>(lane_sum(N, gh) / N);
+  const float c = static_cast<float>(lane_sum(N, [&](size_t i) { return gh(i) * h[i]; }) / N);
+  if (add)
+    for (size_t i = 0; i < N; ++i) out[i] = add[i] + rstd * (gh(i) - a - h[i] * c);
+  else
+    for (size_t i = 0; i < N; ++i) out[i] = rstd * (gh(i) - a - h[i] * c);
+}
+
+/// Zeros in the normalized shape, where a backward needs dw or db (else an unused array).
+Array zeros_if(bool need, const Shape& shape) {
+  return need ? Array(xt::zeros<float>(to_xshape(shape))) : Array();
+}
+/// The array's elements, or null when it is not needed.
+float* data_if(bool need, Array& a) { return need ? a.data() : nullptr; }
+
+}  // namespace
+
 // Over each row r of the last N = prod(normalized_shape) elements:
 //   x̂ = (x - μ) · rstd,  rstd = 1/√(σ² + eps),  y = x̂ · w + b
 //   dx = rstd · (ĝ - mean(ĝ) - x̂ · mean(ĝ · x̂)),  ĝ = g · w
@@ -43,21 +124,7 @@ Tensor layer_norm(const Tensor& x_arg, const Shape& normalized_shape, const Tens
   const Tensor& bias = dense(bias_arg, bias_copy);
   require_defined(x, "layer_norm", "the input");
   const Shape xs = x.shape();
-  const size_t k = normalized_shape.size();
-  bool ok = k > 0 && xs.size() >= k;
-  for (size_t i = 0; ok && i < k; ++i) ok = xs[xs.size() - k + i] == normalized_shape[i];
-  if (!ok)
-    shape_error("layer_norm", "input shape " + to_string(xs) + " does not end with normalized_shape " +
-                                  to_string(normalized_shape));
-  if (weight.defined() && weight.shape() != normalized_shape)
-    shape_error("layer_norm", "weight shape " + to_string(weight.shape()) + ", expected " +
-                                  to_string(normalized_shape));
-  if (bias.defined() && bias.shape() != normalized_shape)
-    shape_error("layer_norm", "bias shape " + to_string(bias.shape()) + ", expected " +
-                                  to_string(normalized_shape));
-  if (!(eps >= 0.0f) || std::isinf(eps))
-    throw ValueError("layer_norm: eps must be finite and >= 0, got " + std::to_string(eps));
-  const size_t N = static_cast<size_t>(numel_of(normalized_shape));
+  const size_t N = check_layer_norm("layer_norm", xs, normalized_shape, weight, bias, eps);
   const size_t rows = N ? static_cast<size_t>(numel_of(xs)) / N : 0;
   auto xhat = std::make_shared<Array>(Array::from_shape(val(x).shape()));
   auto rstd = std::make_shared<std::vector<float>>(rows);
@@ -65,60 +132,124 @@ Tensor layer_norm(const Tensor& x_arg, const Shape& normalized_shape, const Tens
   const float* px = val(x).data();
   const float* w = weight.defined() ? val(weight).data() : nullptr;
   const float* b = bias.defined() ? val(bias).data() : nullptr;
-  for (size_t r = 0; r < rows; ++r) {  // two passes over the row, sums in vector lanes
-    const float* xr = px + r * N;
-    const float mu = static_cast<float>(lane_sum(N, [&](size_t i) { return xr[i]; }) / N);
-    const double var = lane_sum(N, [&](size_t i) {
-                         const float d = xr[i] - mu;
-                         return d * d;
-                       }) / static_cast<double>(N);
-    const float rs = static_cast<float>(1.0 / std::sqrt(var + eps));
-    (*rstd)[r] = rs;
-    float* hr = xhat->data() + r * N;
-    float* yr = y.data() + r * N;
-    for (size_t i = 0; i < N; ++i) {
-      hr[i] = (xr[i] - mu) * rs;
-      yr[i] = hr[i] * (w ? w[i] : 1.0f) + (b ? b[i] : 0.0f);
-    }
+  for (size_t r = 0; r < rows; ++r) {
+    float mu;
+    norm_row(px + r * N, N, eps, w, b, y.data() + r * N, xhat->data() + r * N, mu, (*rstd)[r]);
   }
   const Saved sw = weight.defined() ? Saved(weight) : Saved();
   return record("layer_norm", std::move(y), {x, weight, bias},
                 [xhat, rstd, sw, N, rows, normalized_shape](BackwardContext& ctx) {
-                  const float* h = xhat->data();
                   std::vector<float> ones;  // without a weight: w = 1 (no branch in the loops)
                   if (!sw.defined()) ones.assign(N, 1.0f);
                   const float* w = sw.defined() ? ctx.read(sw).data() : ones.data();
-                  if (ctx.needs(1) || ctx.needs(2)) {  // first: dx below overwrites g
-                    const float* g = ctx.grad.data();
-                    Array gw = xt::zeros<float>(to_xshape(normalized_shape));
-                    Array gb = xt::zeros<float>(to_xshape(normalized_shape));
-                    float* pw = gw.data();
-                    float* pb = gb.data();
-                    for (size_t r = 0; r < rows; ++r) {
-                      const float *gr = g + r * N, *hr = h + r * N;
-                      for (size_t i = 0; i < N; ++i) {
-                        pw[i] += gr[i] * hr[i];
-                        pb[i] += gr[i];
-                      }
-                    }
-                    if (ctx.needs(1)) ctx.give(1, std::move(gw));
-                    if (ctx.needs(2)) ctx.give(2, std::move(gb));
+                  Array gw = zeros_if(ctx.needs(1), normalized_shape);
+                  Array gb = zeros_if(ctx.needs(2), normalized_shape);
+                  Array gx = ctx.take_grad();  // dx is computed in g's buffer, row by row
+                  const bool dx = ctx.needs(0);
+                  for (size_t r = 0; r < rows; ++r) {
+                    float* gr = gx.data() + r * N;
+                    norm_row_backward(gr, xhat->data() + r * N, w, (*rstd)[r], N,
+                                      data_if(ctx.needs(1), gw), data_if(ctx.needs(2), gb), nullptr,
+                                      dx ? gr : nullptr);
                   }
-                  if (ctx.needs(0)) {
-                    Array gx = ctx.take_grad();  // dx is computed in g's buffer, row by row
-                    for (size_t r = 0; r < rows; ++r) {
-                      float* gr = gx.data() + r * N;
-                      const float* hr = h + r * N;
-                      auto gh = [&](size_t i) { return gr[i] * w[i]; };
-                      const float a = static_cast<float>(lane_sum(N, gh) / N);
-                      const float c =
-                          static_cast<float>(lane_sum(N, [&](size_t i) { return gh(i) * hr[i]; }) / N);
-                      const float rs = (*rstd)[r];
-                      for (size_t i = 0; i < N; ++i) gr[i] = rs * (gh(i) - a - hr[i] * c);
-                    }
-                    ctx.give(0, std::move(gx));
-                  }
+                  if (ctx.needs(1)) ctx.give(1, std::move(gw));
+                  if (ctx.needs(2)) ctx.give(2, std::move(gb));
+                  if (dx) ctx.give(0, std::move(gx));
                 });
+}
+
+// s = a + b and n = layer_norm(s), per row r (see layer_norm):
+//   da = db = ds + rstd · (ĝ - mean(ĝ) - ŝ · mean(ĝ · ŝ)),  ĝ = dn · w,  ŝ = (s - μ) · rstd
+//   dw = Σ_r dn · ŝ,  dbias = Σ_r dn
+// The tape holds three nodes: the core, whose closure is the whole backward, and one per
+// output. Those are newer than the core, so they run first; each hands its gradient (ds or
+// dn) over to the core through `Handover` and gives the core a one-element zero, which makes
+// the engine run it. An output that got no gradient counts as zero. The backward reads s and
+// each row's μ and rstd (not x̂: one buffer fewer than layer_norm).
+AddLayerNorm add_layer_norm(const Tensor& a_arg, const Tensor& b_arg, const Shape& normalized_shape,
+                            const Tensor& weight_arg, const Tensor& bias_arg, float eps) {
+  const char* op = "add_layer_norm";
+  Tensor a_copy, b_copy, weight_copy, bias_copy;
+  const Tensor& a = dense(a_arg, a_copy);
+  const Tensor& b = dense(b_arg, b_copy);
+  const Tensor& weight = dense(weight_arg, weight_copy);
+  const Tensor& bias = dense(bias_arg, bias_copy);
+  require_defined(a, op, "a");
+  require_defined(b, op, "b");
+  const Shape xs = a.shape();
+  if (b.shape() != xs)
+    shape_error(op, "a shape " + to_string(xs) + " and b shape " + to_string(b.shape()) +
+                        " must be equal (it does not broadcast)");
+  const size_t N = check_layer_norm(op, xs, normalized_shape, weight, bias, eps);
+  const size_t rows = N ? static_cast<size_t>(numel_of(xs)) / N : 0;
+  auto s = make_storage(Array::from_shape(val(a).shape()));
+  Array n = Array::from_shape(val(a).shape());
+  auto stats = std::make_shared<std::vector<float>>(2 * rows);  // μ, rstd of each row
+  const float *pa = val(a).data(), *pb = val(b).data();
+  const float* w = weight.defined() ? val(weight).data() : nullptr;
+  const float* bi = bias.defined() ? val(bias).data() : nullptr;
+  const vec::Kernels& k = vec::kernels();
+  for (size_t r = 0; r < rows; ++r) {  // each row of s is still in cache when it is normalized
+    float* sr = s->data.data() + r * N;
+    k.binary(vec::Binary::Add, pa + r * N, N, pb + r * N, N, sr, N);  // as add()
+    norm_row(sr, N, eps, w, bi, n.data() + r * N, nullptr, (*stats)[2 * r], (*stats)[2 * r + 1]);
+  }
+  if (!will_record(a, b, weight, bias))
+    return {record(op, s, {a, b, weight, bias}, BackwardFn()),
+            record(op, std::move(n), {a, b, weight, bias}, BackwardFn())};
+
+  struct Handover {  // the outputs' gradients, on their way to the core's closure
+    std::optional<Array> ds, dn;
+  };
+  auto handover = std::make_shared<Handover>();
+  const Saved ss(s), sw = weight.defined() ? Saved(weight) : Saved();
+  const Tensor core = record(
+      op, Array(xt::zeros<float>({1})), {a, b, weight, bias},
+      [handover, ss, sw, stats, N, rows, normalized_shape](BackwardContext& ctx) {
+        std::optional<Array> ds = std::move(handover->ds), dn = std::move(handover->dn);
+        handover->ds.reset();  // a retained graph's next backward hands over afresh
+        handover->dn.reset();
+        const bool dx = ctx.needs(0) || ctx.needs(1);
+        Array out;  // d(a) = d(b): computed in ds's buffer (or dn's when ds is missing)
+        if (!dn) {
+          if (!ds || !dx) return;
+          out = std::move(*ds);
+        } else {
+          const View& sv = ctx.read(ss);
+          std::vector<float> ones;
+          if (!sw.defined()) ones.assign(N, 1.0f);
+          const float* w = sw.defined() ? ctx.read(sw).data() : ones.data();
+          Array gw = zeros_if(ctx.needs(2), normalized_shape);
+          Array gb = zeros_if(ctx.needs(3), normalized_shape);
+          float* g = dn->data();
+          const float* add = ds ? ds->data() : nullptr;  // ds, added to the row's dx
+          float* o = !dx ? nullptr : ds ? ds->data() : g;
+          std::vector<float> h(N);  // ŝ of the row
+          for (size_t r = 0; r < rows; ++r) {
+            const float* sr = sv.data() + r * N;
+            const float mu = (*stats)[2 * r], rs = (*stats)[2 * r + 1];
+            for (size_t i = 0; i < N; ++i) h[i] = (sr[i] - mu) * rs;
+            norm_row_backward(g + r * N, h.data(), w, rs, N, data_if(ctx.needs(2), gw),
+                              data_if(ctx.needs(3), gb), add ? add + r * N : nullptr,
+                              o ? o + r * N : nullptr);
+          }
+          if (ctx.needs(2)) ctx.give(2, std::move(gw));
+          if (ctx.needs(3)) ctx.give(3, std::move(gb));
+          if (!dx) return;
+          out = ds ? std::move(*ds) : std::move(*dn);
+        }
+        if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? Array(out) : std::move(out));
+        if (ctx.needs(1)) ctx.give(1, std::move(out));
+      });
+  // output = its own values                d(core) = 0 (its gradient is handed over)
+  auto hand_over = [handover](std::optional<Array> Handover::*slot) {
+    return [handover, slot](BackwardContext& ctx) {
+      ((*handover).*slot).emplace(ctx.take_grad());
+      ctx.give(0, Array(xt::zeros<float>({1})));
+    };
+  };
+  return {record("add_layer_norm.sum", s, {core}, hand_over(&Handover::ds)),
+          record("add_layer_norm.norm", std::move(n), {core}, hand_over(&Handover::dn))};
 }
 
 namespace {

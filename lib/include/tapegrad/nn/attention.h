@@ -26,6 +26,10 @@
 namespace tg {
 namespace nn {
 
+namespace impl {
+struct PackedInProjection;  // nn/attention.cpp
+}  // namespace impl
+
 // ---- MultiheadAttention ----------------------------------------------------------------------
 
 struct MultiheadAttentionOptions {
@@ -87,6 +91,15 @@ class MultiheadAttention : public Cloneable<MultiheadAttention> {
   MultiheadAttentionOptions options;
   int64_t head_dim;  // Dh
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, out_proj;
+
+ private:
+  /// Self-attention (query, key and value the same tensor) projects q, k and v with one GEMM
+  /// over a (3C, C) copy of the three weights (and a (3C) one of the biases), kept here and
+  /// packed again only when one of them changed (written, or another tensor assigned). The
+  /// parameters and their gradients stay those of q_proj, k_proj and v_proj.
+  std::shared_ptr<impl::PackedInProjection> packed_;
+  friend struct impl::PackedInProjection;
+  Tensor packed_projection(const Tensor& x);  // (B, T, C) -> (B, T, 3C), or undefined
 };
 
 // ---- FeedForward -----------------------------------------------------------------------------
