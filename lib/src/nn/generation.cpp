@@ -185,7 +185,6 @@ TokenIds next_tokens(const Tensor& logits, const std::vector<TokenIds>& seen, co
 
 std::vector<TokenIds> generate(const DecodeFn& decoder, const std::vector<TokenIds>& prompts,
                                const GenerateOptions& o, KVCache* cache, Generator* gen) {
-  const char* op = "generate";
   if (!decoder) throw ValueError("generate: the decoder is empty");
   if (prompts.empty()) throw ValueError("generate: no prompts");
   if (o.max_new_tokens() < 0) throw ValueError("generate: max_new_tokens must be >= 0, got " + str(o.max_new_tokens()));
