@@ -30,6 +30,11 @@ struct Call {
   /// Made inside a part of a parallel job (detail::parallel_for), so concurrently with the
   /// products of the job's other parts (the fused attention's heads).
   bool concurrent = false;
+  /// The operands' addresses in the traced code (element 0 of the first matrix), so that a
+  /// replay can lay out its buffers as the traced code's memory was; never read through.
+  const void* a = nullptr;
+  const void* b = nullptr;
+  const void* c = nullptr;
 
   /// 2·M·N·K·batch.
   double flops() const { return 2.0 * static_cast<double>(M) * N * K * batch; }
