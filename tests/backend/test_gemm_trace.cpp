@@ -93,6 +93,9 @@ TEST(GemmTrace, StridedBatchIsOneCall) {
   EXPECT_EQ(c.alpha, 0.5f);
   EXPECT_EQ(c.beta, 0.0f);
   EXPECT_EQ(c.flops(), 2.0 * 2 * 5 * 4 * 3);
+  EXPECT_EQ(c.a, A.data());  // where the operands were, for a replay's layout
+  EXPECT_EQ(c.b, B.data());
+  EXPECT_EQ(c.c, C.data());
   EXPECT_EQ(C[0], 2.0f);  // the product still ran: 0.5 · (1·1 · 4)
 }
 
