@@ -53,7 +53,7 @@
 //                CPU GEMM with the trace off, i.e. split across the N threads exactly as in
 //                the step (each part one raw single-threaded OpenBLAS call); products that the
 //                step made concurrently, inside parallel parts (the fused attention's heads),
-//                replay concurrently, spread over the N threads.
+//                replay concurrently, each thread's products on one thread again.
 // W4's floor is its raw column. peak_rss_kb and rss_kb are read before the floor's buffers
 // exist. `workloads info` prints the OpenBLAS lines and exits.
 #include <malloc.h>
@@ -163,7 +163,9 @@ Timing time_steps(const std::function<void()>& step, int steps, int warmup, int 
 /// the allocator handed out again), each region allocated once.
 class Replay {
  public:
-  explicit Replay(std::vector<tg::gemm::Call> calls) : calls_(std::move(calls)) {
+  explicit Replay(std::vector<tg::gemm::Call> calls) {
+    for (const tg::gemm::Call& c : calls)  // an empty product has no flops and maybe no operands
+      if (c.M > 0 && c.N > 0 && c.K > 0 && c.batch > 0) calls_.push_back(c);
     struct Range {
       uintptr_t lo, hi;  // bytes [lo, hi)
     };
@@ -227,13 +229,16 @@ class Replay {
         ++i;
         continue;
       }
+      // A run of products made in parallel parts: each thread's products, in order, on one
+      // thread again (their scratch buffers were that thread's own).
       size_t end = i;
-      while (end < calls_.size() && calls_[end].concurrent) ++end;
-      const int parts = static_cast<int>(
-          std::min<size_t>(end - i, static_cast<size_t>(tg::detail::pool_threads())));
-      tg::detail::parallel_for(parts, [&](int p) {
-        for (size_t j = i + static_cast<size_t>(p); j < end; j += static_cast<size_t>(parts))
-          product(j, true);  // inside a part: one thread each
+      std::vector<int> threads;  // the step's threads in this run
+      for (; end < calls_.size() && calls_[end].concurrent; ++end)
+        if (std::find(threads.begin(), threads.end(), calls_[end].thread) == threads.end())
+          threads.push_back(calls_[end].thread);
+      tg::detail::parallel_for(static_cast<int>(threads.size()), [&](int p) {
+        for (size_t j = i; j < end; ++j)
+          if (calls_[j].thread == threads[static_cast<size_t>(p)]) product(j, true);
       });
       i = end;
     }

@@ -112,7 +112,12 @@ TEST(GemmTrace, MarksProductsOfParallelParts) {
   tg::set_num_threads(1);
   ASSERT_EQ(calls.size(), 5u);  // every part's product, from whichever thread ran it
   EXPECT_FALSE(calls[0].concurrent);
-  for (size_t i = 1; i < calls.size(); ++i) EXPECT_TRUE(calls[i].concurrent) << i;
+  EXPECT_EQ(calls[0].thread, 0);  // the first thread to make a product in this trace
+  for (size_t i = 1; i < calls.size(); ++i) {
+    EXPECT_TRUE(calls[i].concurrent) << i;
+    EXPECT_GE(calls[i].thread, 0) << i;  // the caller (0) or the one worker (1)
+    EXPECT_LE(calls[i].thread, 1) << i;
+  }
 }
 
 }  // namespace

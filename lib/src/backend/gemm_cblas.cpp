@@ -116,7 +116,7 @@ void cpu_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
               int64_t ldc) {
   if (tracing())
     trace_record(
-        {trans_a, trans_b, M, N, K, lda, ldb, ldc, 0, 0, 0, 1, alpha, beta, false, A, B, C});
+        {trans_a, trans_b, M, N, K, lda, ldb, ldc, 0, 0, 0, 1, alpha, beta, false, 0, A, B, C});
   gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
@@ -126,7 +126,7 @@ void cpu_gemm_strided_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, 
                               float* C, int64_t ldc, int64_t stride_c, int64_t batch) {
   if (tracing())
     trace_record({trans_a, trans_b, M, N, K, lda, ldb, ldc, stride_a, stride_b, stride_c,
-                  batch, alpha, beta, false, A, B, C});
+                  batch, alpha, beta, false, 0, A, B, C});
   // Split across matrices only when they write disjoint outputs; one matrix at a time
   // otherwise (cpu_gemm may still split each one).
   const bool disjoint = stride_c >= (M - 1) * ldc + N;

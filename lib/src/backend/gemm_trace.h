@@ -30,6 +30,8 @@ struct Call {
   /// Made inside a part of a parallel job (detail::parallel_for), so concurrently with the
   /// products of the job's other parts (the fused attention's heads).
   bool concurrent = false;
+  /// The thread that made it: 0, 1, ... in the order threads first made a product in this trace.
+  int thread = 0;
   /// The operands' addresses in the traced code (element 0 of the first matrix), so that a
   /// replay can lay out its buffers as the traced code's memory was; never read through.
   const void* a = nullptr;
@@ -51,8 +53,7 @@ std::vector<Call> trace_stop();
 extern std::atomic<bool> g_tracing;
 /// Whether a trace runs (the hook: `if (tracing()) trace_record({...})`).
 inline bool tracing() { return g_tracing.load(std::memory_order_relaxed); }
-/// Appends `call` to the running trace (thread-safe; marks it concurrent when made inside a
-/// part of a parallel job).
+/// Appends `call` to the running trace (thread-safe; sets `concurrent` and `thread`).
 void trace_record(Call call);
 
 }  // namespace gemm
