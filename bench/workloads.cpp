@@ -37,8 +37,8 @@
 //   each step frees everything it allocated, saved activations included),
 //   w4 only: gflops, raw_ms, raw_cpu_ms, raw_gflops (GFLOP/s from wall times);
 //   the GEMM floor (below): floor_ms, floor_cpu_ms (best of the replays, wall and CPU),
-//   floor_gflop (the flops of one step's products, in GFLOP), floor_products,
-//   floor_buffers_mib (the replay's operands), floor_replay (how the products were replayed), floor_x and floor_cpu_x (the step's time ÷ the floor's).
+//   floor_gflop (the flops of one step's products, in GFLOP), floor_products, floor_concurrent
+//   (how many of them were made inside parallel parts), floor_buffers_mib (the replay's operands), floor_replay (how the products were replayed), floor_x and floor_cpu_x (the step's time ÷ the floor's).
 //
 // The GEMM floor: after the timed steps, one more step runs with the gemm trace on
 // (lib/src/backend/gemm_trace.h), which records every product it makes; those products are
@@ -139,7 +139,7 @@ struct Args {
 /// The step's products replayed alone (see the top of the file).
 struct Floor {
   double ms = 0, cpu_ms = 0, gflop = 0;
-  size_t products = 0;
+  size_t products = 0, concurrent = 0;
   double mib = 0;  // the replay's buffers
   std::string replay;
 };
@@ -220,6 +220,11 @@ class Replay {
     return f / 1e9;
   }
   size_t size() const { return calls_.size(); }
+  /// How many were made inside parallel parts.
+  size_t concurrent() const {
+    return static_cast<size_t>(std::count_if(calls_.begin(), calls_.end(),
+                                             [](const tg::gemm::Call& c) { return c.concurrent; }));
+  }
   /// The buffers' size in MiB.
   double mib() const { return static_cast<double>(memory_.size()) * 4 / (1 << 20); }
 
@@ -298,6 +303,7 @@ Floor gemm_floor(const std::function<void()>& step, int steps, int warmup, int r
   Floor f;
   f.gflop = replay.gflop();
   f.products = replay.size();
+  f.concurrent = replay.concurrent();
   f.mib = replay.mib();
   if (own)
     f.replay = "tapegrad's split over its " + std::to_string(threads) +
@@ -358,7 +364,8 @@ void print_timing(const Timing& t, float loss) {
   const Floor& f = t.floor;
   std::printf("floor_ms %.4f\nfloor_cpu_ms %.4f\nfloor_gflop %.6f\nfloor_products %zu\n", f.ms,
               f.cpu_ms, f.gflop, f.products);
-  std::printf("floor_buffers_mib %.1f\nfloor_replay %s\n", f.mib, f.replay.c_str());
+  std::printf("floor_concurrent %zu\nfloor_buffers_mib %.1f\nfloor_replay %s\n", f.concurrent,
+              f.mib, f.replay.c_str());
   std::printf("floor_x %.3f\nfloor_cpu_x %.3f\n", t.best / f.ms, t.cpu_best / f.cpu_ms);
 }
 
