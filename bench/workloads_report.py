@@ -221,7 +221,8 @@ def table(a, table_name, names, settings, env, core):
                          f"{tg_r.get('blas_core')} / {torch_r.get('blas_core')}"])
             if floor:
                 notes.append(f"{w} at {s} core{'s' if s > 1 else ''}, floor: "
-                             f"{tg_r['floor_products']:.0f} products, "
+                             f"{tg_r['floor_products']:.0f} products "
+                             f"({tg_r.get('floor_concurrent', 0):.0f} in parallel parts), "
                              f"{tg_r['floor_gflop']:.3f} GFLOP, {tg_r.get('floor_replay')}")
 
     metric = "process CPU time (1 core), wall (2 cores)" if a.metric == "cpu" else "wall clock"
