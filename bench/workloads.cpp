@@ -2,7 +2,7 @@
 // is the PyTorch twin (the same models, shapes, optimizers and step counts);
 // bench/run_benchmarks.sh runs both, interleaved, and prints the table.
 //
-//   workloads <w1|w2b1|w2b32|w3|w4|w5> [--threads N] [--steps S] [--warmup W] [--reps R]
+//   workloads <w1|w2b1|w2b32|w3|w4|w5|info> [--threads N] [--steps S] [--warmup W] [--reps R]
 //             [--attention fused|reference]
 //
 // --threads N calls tg::set_num_threads(N) (tapegrad's own threads, OpenBLAS single-threaded);
@@ -35,7 +35,27 @@
 //   hwm_growth_kb (VmHWM at exit minus VmHWM after warm-up), live_heap_kb (bytes malloc has
 //   handed out, between steps) and live_heap_growth_kb (its change since the warm-up: 0 when
 //   each step frees everything it allocated, saved activations included),
-//   w4 only: gflops, raw_ms, raw_cpu_ms, raw_gflops (GFLOP/s from wall times).
+//   w4 only: gflops, raw_ms, raw_cpu_ms, raw_gflops (GFLOP/s from wall times);
+//   the GEMM floor (below): floor_ms, floor_cpu_ms (best of the replays, wall and CPU),
+//   floor_gflop (the flops of one step's products, in GFLOP), floor_products, floor_concurrent
+//   (how many of them were made inside parallel parts), floor_buffers_mib (the replay's operands), floor_replay (how the products were replayed), floor_x and floor_cpu_x (the step's time ÷ the floor's).
+//
+// The GEMM floor: after the timed steps, one more step runs with the gemm trace on
+// (lib/src/backend/gemm_trace.h), which records every product it makes; those products are
+// then replayed, alone, on buffers allocated once and laid out as the step's memory was (the
+// address ranges its products touched, overlaps merged: an operand read twice in the step is
+// one buffer in the replay), and timed like the steps (W warm-up replays, then R
+// repetitions of S, the best counts). How they replay follows the step's threads:
+//   --threads 1  each product is one raw OpenBLAS call on one thread (sgemm; sgemv for a
+//                single row or column, as tapegrad's GEMM does);
+//   --threads 0  the same calls, on OpenBLAS's own threads;
+//   --threads N  (tapegrad's own N threads, OpenBLAS at 1) each product through tapegrad's
+//                CPU GEMM with the trace off, i.e. split across the N threads exactly as in
+//                the step (each part one raw single-threaded OpenBLAS call); products that the
+//                step made concurrently, inside parallel parts (the fused attention's heads),
+//                replay concurrently, each thread's products on one thread again.
+// W4's floor is its raw column. peak_rss_kb and rss_kb are read before the floor's buffers
+// exist. `workloads info` prints the OpenBLAS lines and exits.
 #include <malloc.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -56,7 +76,10 @@
 // For W4's "raw" column the bench calls OpenBLAS itself, as a ceiling: the library tapegrad
 // loaded at run time, with the kernels it chose (lib/src/backend/openblas.h). Linking
 // OpenBLAS here would load it before tapegrad could choose.
+#include "backend/gemm.h"
+#include "backend/gemm_trace.h"
 #include "backend/openblas.h"
+#include "backend/thread_pool.h"
 #include "ops/attention.h"  // detail::ReferenceAttentionScope
 
 #include "tiny_gpt.h"
@@ -104,6 +127,8 @@ long minor_faults() {
   return ru.ru_minflt;
 }
 
+bool g_own_threads = false;  // tg::set_num_threads was called (--threads N >= 1)
+
 struct Args {
   std::string workload;
   int threads = 1;
@@ -111,15 +136,192 @@ struct Args {
   bool reference_attention = false;
 };
 
+/// The step's products replayed alone (see the top of the file).
+struct Floor {
+  double ms = 0, cpu_ms = 0, gflop = 0;
+  size_t products = 0, concurrent = 0;
+  double mib = 0;  // the replay's buffers
+  std::string replay;
+};
+
 struct Timing {
   double best = 1e300, median = 0, cpu_best = 1e300;
   double faults_per_step = 0;
   long hwm_after_warmup = 0;
   long live_after_warmup = 0, live_at_end = 0;  // live heap between steps
+  long peak_rss_kb = 0, rss_kb = 0;              // before the floor's buffers
+  Floor floor;
 };
 
-/// W warm-up calls, then R repetitions of S calls of `step`; wall time per call.
-Timing time_steps(const std::function<void()>& step, int steps, int warmup, int reps) {
+Timing time_steps(const std::function<void()>& step, int steps, int warmup, int reps,
+                  bool with_floor = true);
+
+// ---- the GEMM floor --------------------------------------------------------------------------
+
+/// The products of one trace, on buffers laid out as the step's memory was: the address
+/// ranges the products touched in the step, overlapping ranges merged into one region (a
+/// weight read by the forward and the backward, q, k and v inside one packed buffer, a block
+/// the allocator handed out again), each region allocated once.
+class Replay {
+ public:
+  explicit Replay(std::vector<tg::gemm::Call> calls) {
+    for (const tg::gemm::Call& c : calls)  // an empty product has no flops and maybe no operands
+      if (c.M > 0 && c.N > 0 && c.K > 0 && c.batch > 0) calls_.push_back(c);
+    struct Range {
+      uintptr_t lo, hi;  // bytes [lo, hi)
+    };
+    auto range = [](const void* p, int64_t rows, int64_t ld, int64_t stride, int64_t batch) {
+      const int64_t span = std::max<int64_t>(0, batch - 1) * stride;  // elements
+      const uintptr_t base = reinterpret_cast<uintptr_t>(p);
+      return Range{base + static_cast<uintptr_t>(std::min<int64_t>(0, span) * 4),
+                   base + static_cast<uintptr_t>((std::max<int64_t>(0, span) + rows * ld) * 4)};
+    };
+    std::vector<Range> ranges;
+    for (const tg::gemm::Call& c : calls_) {
+      ranges.push_back(range(c.a, c.trans_a ? c.K : c.M, c.lda, c.stride_a, c.batch));
+      ranges.push_back(range(c.b, c.trans_b ? c.N : c.K, c.ldb, c.stride_b, c.batch));
+      ranges.push_back(range(c.c, c.M, c.ldc, c.stride_c, c.batch));
+    }
+    std::sort(ranges.begin(), ranges.end(), [](Range x, Range y) { return x.lo < y.lo; });
+    std::vector<size_t> region_at;  // offset (floats) of each merged region in memory_
+    size_t used = 0;
+    std::vector<Range> regions;
+    for (const Range& r : ranges) {
+      if (!regions.empty() && r.lo <= regions.back().hi) {
+        regions.back().hi = std::max(regions.back().hi, r.hi);
+        continue;
+      }
+      regions.push_back(r);
+    }
+    for (const Range& r : regions) {
+      region_at.push_back(used);
+      used += ((r.hi - r.lo) / 4 + 15) / 16 * 16;  // each region on 64 bytes
+    }
+    memory_.resize(used);
+    auto where = [&](const void* p) {  // p's place in memory_
+      const uintptr_t u = reinterpret_cast<uintptr_t>(p);
+      const size_t i = static_cast<size_t>(
+          std::upper_bound(regions.begin(), regions.end(), u,
+                           [](uintptr_t v, const Range& r) { return v < r.lo; }) -
+          regions.begin() - 1);
+      return region_at[i] + (u - regions[i].lo) / 4;
+    };
+    for (const tg::gemm::Call& c : calls_) ops_.push_back({where(c.a), where(c.b), where(c.c)});
+    uint32_t x = 12345;  // values in [-1, 1): no denormals, no growth to inf
+    for (float& v : memory_) {
+      x = x * 1664525u + 1013904223u;
+      v = static_cast<float>(x >> 8) / static_cast<float>(1u << 23) - 1.0f;
+    }
+  }
+
+  double gflop() const {
+    double f = 0;
+    for (const tg::gemm::Call& c : calls_) f += c.flops();
+    return f / 1e9;
+  }
+  size_t size() const { return calls_.size(); }
+  /// How many were made inside parallel parts.
+  size_t concurrent() const {
+    return static_cast<size_t>(std::count_if(calls_.begin(), calls_.end(),
+                                             [](const tg::gemm::Call& c) { return c.concurrent; }));
+  }
+  /// The buffers' size in MiB.
+  double mib() const { return static_cast<double>(memory_.size()) * 4 / (1 << 20); }
+
+  /// Every product once, in order. own_threads: through tapegrad's CPU GEMM (its split), and
+  /// runs of concurrent products spread over the threads; else raw OpenBLAS calls.
+  void run(bool own_threads) {
+    for (size_t i = 0; i < calls_.size();) {
+      if (!own_threads || !calls_[i].concurrent) {
+        product(i, own_threads);
+        ++i;
+        continue;
+      }
+      // A run of products made in parallel parts: each thread's products, in order, on one
+      // thread again (their scratch buffers were that thread's own).
+      size_t end = i;
+      std::vector<int> threads;  // the step's threads in this run
+      for (; end < calls_.size() && calls_[end].concurrent; ++end)
+        if (std::find(threads.begin(), threads.end(), calls_[end].thread) == threads.end())
+          threads.push_back(calls_[end].thread);
+      tg::detail::parallel_for(static_cast<int>(threads.size()), [&](int p) {
+        for (size_t j = i; j < end; ++j)
+          if (calls_[j].thread == threads[static_cast<size_t>(p)]) product(j, true);
+      });
+      i = end;
+    }
+  }
+
+ private:
+  struct Operands {
+    size_t a = 0, b = 0, c = 0;  // the operands' offsets in memory_
+  };
+
+  void product(size_t i, bool own_threads) {
+    const tg::gemm::Call& c = calls_[i];
+    float* A = memory_.data() + ops_[i].a;
+    float* B = memory_.data() + ops_[i].b;
+    float* C = memory_.data() + ops_[i].c;
+    if (own_threads) {
+      tg::gemm::cpu_gemm_strided_batched(c.trans_a, c.trans_b, c.M, c.N, c.K, c.alpha, A,
+                                         c.lda, c.stride_a, B, c.ldb, c.stride_b, c.beta, C,
+                                         c.ldc, c.stride_c, c.batch);
+      return;
+    }
+    const tg::blas::Library& blas = tg::blas::library();
+    const int M = static_cast<int>(c.M), N = static_cast<int>(c.N), K = static_cast<int>(c.K);
+    for (int64_t b = 0; b < c.batch; ++b) {
+      const float* a = A + b * c.stride_a;
+      const float* bb = B + b * c.stride_b;
+      float* cc = C + b * c.stride_c;
+      const int lda = static_cast<int>(c.lda), ldb = static_cast<int>(c.ldb);
+      if (M == 1)  // cᵀ = op(B)ᵀ aᵀ: sgemv, as tapegrad's GEMM does
+        blas.sgemv(!c.trans_b, c.trans_b ? N : K, c.trans_b ? K : N, c.alpha, bb, ldb, a,
+                   c.trans_a ? lda : 1, c.beta, cc, 1);
+      else if (N == 1)  // c = op(A) b
+        blas.sgemv(c.trans_a, c.trans_a ? K : M, c.trans_a ? M : K, c.alpha, a, lda, bb,
+                   c.trans_b ? 1 : ldb, c.beta, cc, static_cast<int>(c.ldc));
+      else
+        blas.sgemm(c.trans_a, c.trans_b, M, N, K, c.alpha, a, lda, bb, ldb, c.beta, cc,
+                   static_cast<int>(c.ldc));
+    }
+  }
+
+  std::vector<tg::gemm::Call> calls_;
+  std::vector<Operands> ops_;
+  std::vector<float> memory_;
+};
+
+/// Records the products of one `step`, then times their replay as time_steps times steps.
+Floor gemm_floor(const std::function<void()>& step, int steps, int warmup, int reps) {
+  tg::gemm::trace_start();
+  step();
+  Replay replay(tg::gemm::trace_stop());
+  // tapegrad's own threads: tg::set_num_threads(n >= 2) was called (OpenBLAS then runs at 1).
+  const int threads = tg::get_num_threads();
+  const bool own = g_own_threads && threads >= 2;
+  Floor f;
+  f.gflop = replay.gflop();
+  f.products = replay.size();
+  f.concurrent = replay.concurrent();
+  f.mib = replay.mib();
+  if (own)
+    f.replay = "tapegrad's split over its " + std::to_string(threads) +
+               " threads (parts: raw 1-thread OpenBLAS calls), concurrent products concurrently";
+  else
+    f.replay = "raw OpenBLAS calls (sgemm; sgemv for one row/column) on " +
+               std::to_string(threads) + (g_own_threads ? " thread" : " OpenBLAS thread(s)");
+  const Timing t = time_steps([&] { replay.run(own); }, steps, std::max(1, warmup), reps,
+                              /*with_floor=*/false);
+  f.ms = t.best;
+  f.cpu_ms = t.cpu_best;
+  return f;
+}
+
+/// W warm-up calls, then R repetitions of S calls of `step`; wall time per call. Then, with
+/// with_floor, the GEMM floor of one more call.
+Timing time_steps(const std::function<void()>& step, int steps, int warmup, int reps,
+                  bool with_floor) {
   for (int i = 0; i < warmup; ++i) step();
   Timing t;
   t.hwm_after_warmup = status_kb("VmHWM");
@@ -137,6 +339,9 @@ Timing time_steps(const std::function<void()>& step, int steps, int warmup, int 
   std::sort(per_rep.begin(), per_rep.end());
   t.best = per_rep.front();
   t.median = per_rep[per_rep.size() / 2];
+  t.peak_rss_kb = status_kb("VmHWM");
+  t.rss_kb = status_kb("VmRSS");
+  if (with_floor) t.floor = gemm_floor(step, steps, warmup, reps);
   return t;
 }
 
@@ -155,6 +360,13 @@ void print_timing(const Timing& t, float loss) {
   std::printf("hwm_growth_kb %ld\n", status_kb("VmHWM") - t.hwm_after_warmup);
   std::printf("live_heap_kb %ld\nlive_heap_growth_kb %ld\n", t.live_at_end,
               t.live_at_end - t.live_after_warmup);
+  std::printf("peak_rss_kb %ld\nrss_kb %ld\n", t.peak_rss_kb, t.rss_kb);
+  const Floor& f = t.floor;
+  std::printf("floor_ms %.4f\nfloor_cpu_ms %.4f\nfloor_gflop %.6f\nfloor_products %zu\n", f.ms,
+              f.cpu_ms, f.gflop, f.products);
+  std::printf("floor_concurrent %zu\nfloor_buffers_mib %.1f\nfloor_replay %s\n", f.concurrent,
+              f.mib, f.replay.c_str());
+  std::printf("floor_x %.3f\nfloor_cpu_x %.3f\n", t.best / f.ms, t.cpu_best / f.cpu_ms);
 }
 
 // ---- W1: MLP ---------------------------------------------------------------------------------
@@ -273,7 +485,7 @@ Timing w4(const Args& a, float& loss_out, double& raw_ms, double& raw_cpu_ms) {
   Timing best;
   raw_ms = raw_cpu_ms = 1e300;
   for (int r = 0; r < reps; ++r) {
-    const Timing t = time_steps(step, steps, r == 0 ? warmup : 0, 1);
+    const Timing t = time_steps(step, steps, r == 0 ? warmup : 0, 1, /*with_floor=*/false);
     if (r == 0) {
       best.hwm_after_warmup = t.hwm_after_warmup;
       best.live_after_warmup = t.live_after_warmup;
@@ -282,11 +494,18 @@ Timing w4(const Args& a, float& loss_out, double& raw_ms, double& raw_cpu_ms) {
     best.cpu_best = std::min(best.cpu_best, t.cpu_best);
     best.faults_per_step += t.faults_per_step / reps;
     best.live_at_end = t.live_at_end;
-    const Timing tr = time_steps(raw, steps, r == 0 ? warmup : 0, 1);
+    const Timing tr = time_steps(raw, steps, r == 0 ? warmup : 0, 1, /*with_floor=*/false);
     raw_ms = std::min(raw_ms, tr.best);
     raw_cpu_ms = std::min(raw_cpu_ms, tr.cpu_best);
   }
   best.median = best.best;
+  best.peak_rss_kb = status_kb("VmHWM");
+  best.rss_kb = status_kb("VmRSS");
+  best.floor.ms = raw_ms;  // the floor is the raw column: the same three products
+  best.floor.cpu_ms = raw_cpu_ms;
+  best.floor.gflop = 3 * 2.0 * B * IN * OUT / 1e9;
+  best.floor.products = 3;
+  best.floor.replay = "W4's raw column (3 raw sgemm calls, OpenBLAS's threads as set)";
   return best;
 }
 
@@ -294,7 +513,7 @@ Args parse(int argc, char** argv) {
   Args a;
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: %s <w1|w2b1|w2b32|w3|w4|w5> [--threads N] [--steps S] [--warmup W] "
+                 "usage: %s <w1|w2b1|w2b32|w3|w4|w5|info> [--threads N] [--steps S] [--warmup W] "
                  "[--reps R] [--attention fused|reference]\n",
                  argv[0]);
     std::exit(2);
@@ -323,6 +542,7 @@ int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   tg::set_device(tg::Device::CPU);
   if (a.threads > 0) tg::set_num_threads(a.threads);  // 0: OpenBLAS's own threads
+  g_own_threads = a.threads > 0;
   tg::manual_seed(0);
   std::unique_ptr<tg::detail::ReferenceAttentionScope> reference;
   if (a.reference_attention) reference = std::make_unique<tg::detail::ReferenceAttentionScope>();
@@ -330,6 +550,7 @@ int main(int argc, char** argv) {
   std::printf("threads %d\nblas_core %s\nblas %s\n", tg::get_num_threads(),
               tg::blas_kernel().c_str(),
               tg::blas::summary(tg::blas::library().status()).c_str());
+  if (a.workload == "info") return 0;
   float loss = 0;
   Timing t;
   if (a.workload == "w1") {
@@ -353,6 +574,5 @@ int main(int argc, char** argv) {
     return 2;
   }
   print_timing(t, loss);
-  std::printf("peak_rss_kb %ld\nrss_kb %ld\n", status_kb("VmHWM"), status_kb("VmRSS"));
   return 0;
 }

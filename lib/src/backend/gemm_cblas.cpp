@@ -13,6 +13,7 @@
 #include <atomic>
 
 #include "backend/gemm.h"
+#include "backend/gemm_trace.h"
 #include "backend/openblas.h"
 #include "backend/thread_pool.h"
 
@@ -78,9 +79,8 @@ void part_range(int64_t len, int parts, int p, int64_t align, int64_t& begin, in
   end = edge(p + 1);
 }
 
-}  // namespace
-
-void cpu_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+/// cpu_gemm without the trace's hook (cpu_gemm_strided_batched records its batch once).
+void gemm_one(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
               const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
               int64_t ldc) {
   if (M == 0 || N == 0) return;
@@ -109,10 +109,24 @@ void cpu_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
   });
 }
 
+}  // namespace
+
+void cpu_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+              const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+              int64_t ldc) {
+  if (tracing())
+    trace_record(
+        {trans_a, trans_b, M, N, K, lda, ldb, ldc, 0, 0, 0, 1, alpha, beta, false, 0, A, B, C});
+  gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
 void cpu_gemm_strided_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                               float alpha, const float* A, int64_t lda, int64_t stride_a,
                               const float* B, int64_t ldb, int64_t stride_b, float beta,
                               float* C, int64_t ldc, int64_t stride_c, int64_t batch) {
+  if (tracing())
+    trace_record({trans_a, trans_b, M, N, K, lda, ldb, ldc, stride_a, stride_b, stride_c,
+                  batch, alpha, beta, false, 0, A, B, C});
   // Split across matrices only when they write disjoint outputs; one matrix at a time
   // otherwise (cpu_gemm may still split each one).
   const bool disjoint = stride_c >= (M - 1) * ldc + N;
@@ -121,7 +135,7 @@ void cpu_gemm_strided_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, 
                         : parts_for(2.0 * M * N * K * batch, batch * kPartAlign);
   if (parts == 1) {
     for (int64_t i = 0; i < batch; ++i)
-      cpu_gemm(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb,
+      gemm_one(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb,
                beta, C + i * stride_c, ldc);
     return;
   }

@@ -176,5 +176,7 @@ void set_pool_threads(int n) { pool().resize(std::max(1, std::min(n, kMaxParts))
 
 void parallel_for(int parts, const std::function<void(int)>& f) { pool().run(parts, f); }
 
+bool in_parallel_part() { return t_in_job; }
+
 }  // namespace detail
 }  // namespace tg

@@ -23,5 +23,9 @@ void set_pool_threads(int n);
 /// f calls parallel_for, every part runs on the caller, one after the other. f must not throw.
 void parallel_for(int parts, const std::function<void(int)>& f);
 
+/// Whether this thread is running a part of a parallel_for job that runs on several threads
+/// (a worker, or the caller while it takes parts): the gemm trace marks products made there.
+bool in_parallel_part();
+
 }  // namespace detail
 }  // namespace tg
