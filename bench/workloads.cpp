@@ -54,7 +54,8 @@
 //                the step (each part one raw single-threaded OpenBLAS call); products that the
 //                step made concurrently, inside parallel parts (the fused attention's heads),
 //                replay concurrently, each thread's products on one thread again.
-// W4's floor is its raw column. peak_rss_kb and rss_kb are read before the floor's buffers
+// W4's floor is its raw column (with tapegrad's own N >= 2 threads, where the raw column runs
+// on one thread, the replay above). peak_rss_kb and rss_kb are read before the floor's buffers
 // exist. `workloads info` prints the OpenBLAS lines and exits.
 #include <malloc.h>
 #include <sys/resource.h>
@@ -501,6 +502,12 @@ Timing w4(const Args& a, float& loss_out, double& raw_ms, double& raw_cpu_ms) {
   best.median = best.best;
   best.peak_rss_kb = status_kb("VmHWM");
   best.rss_kb = status_kb("VmRSS");
+  if (g_own_threads && tg::get_num_threads() >= 2) {
+    // The raw column runs on OpenBLAS's one thread here, the step on tapegrad's split: the
+    // floor replays the step's products as it runs them, like the other workloads'.
+    best.floor = gemm_floor(step, steps, warmup, reps);
+    return best;
+  }
   best.floor.ms = raw_ms;  // the floor is the raw column: the same three products
   best.floor.cpu_ms = raw_cpu_ms;
   best.floor.gflop = 3 * 2.0 * B * IN * OUT / 1e9;
