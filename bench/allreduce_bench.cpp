@@ -13,7 +13,6 @@
 //
 // Built without MPI (no tapegrad::distributed), it only says so.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,14 +22,13 @@
 #ifdef TAPEGRAD_HAS_DISTRIBUTED
 #include <tapegrad/distributed.h>
 
+#include "bench_clock.h"
+
 namespace dist = tg::distributed;
 
 namespace {
 
-double now_ms() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double, std::milli>(clock::now().time_since_epoch()).count();
-}
+using bench::now_ms;
 
 /// The slowest rank's value.
 double max_over_ranks(double v) {

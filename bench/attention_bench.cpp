@@ -12,10 +12,8 @@
 // the causal half: 6 products of B·H·T(T+1)/2·D multiply-adds, 2 forward and 4 backward; the
 // scores the fused kernel recomputes are not counted) and peak_mib (live tensor bytes at the
 // peak of one iteration, above the inputs). For callgrind: --iters 1 --reps 1.
-#include <time.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -23,22 +21,11 @@
 
 #include <tapegrad/tapegrad.h>
 
+#include "bench_clock.h"
 #include "ops/attention.h"  // detail::ReferenceAttentionScope
 
-namespace {
-
-double now_ms() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double, std::milli>(clock::now().time_since_epoch()).count();
-}
-
-double cpu_ms() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return 1e3 * static_cast<double>(ts.tv_sec) + 1e-6 * static_cast<double>(ts.tv_nsec);
-}
-
-}  // namespace
+using bench::cpu_ms;
+using bench::now_ms;
 
 int main(int argc, char** argv) {
   std::string kernel = "fused";

@@ -24,7 +24,6 @@
 #include <time.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,6 +35,7 @@
 #include <tapegrad/distributed.h>
 #include <tapegrad/tapegrad.h>
 
+#include "bench_clock.h"
 #include "tiny_gpt.h"
 
 namespace dist = tg::distributed;
@@ -44,10 +44,7 @@ using tg::Tensor;
 
 namespace {
 
-double now_ms() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double, std::milli>(clock::now().time_since_epoch()).count();
-}
+using bench::now_ms;
 
 /// CPU time of this thread: unlike wall time, not inflated while the OS runs other processes.
 double cpu_ms() {

@@ -10,10 +10,8 @@
 // optimizer step), so the packed path packs again as it does in training. Prints "key value"
 // lines: qkv, shape, threads, blas_core, ms (best repetition, per iteration, wall), cpu_ms.
 // For callgrind: --iters 1 --reps 1 (and the difference of two --iters).
-#include <time.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -21,22 +19,11 @@
 
 #include <tapegrad/tapegrad.h>
 
+#include "bench_clock.h"
 #include "nn/packed_projection.h"  // nn::impl::SeparateProjectionsScope
 
-namespace {
-
-double now_ms() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double, std::milli>(clock::now().time_since_epoch()).count();
-}
-
-double cpu_ms() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return 1e3 * static_cast<double>(ts.tv_sec) + 1e-6 * static_cast<double>(ts.tv_nsec);
-}
-
-}  // namespace
+using bench::cpu_ms;
+using bench::now_ms;
 
 int main(int argc, char** argv) {
   std::string qkv = "packed";

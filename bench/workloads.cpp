@@ -59,10 +59,8 @@
 // exist. `workloads info` prints the OpenBLAS lines and exits.
 #include <malloc.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -73,6 +71,8 @@
 #include <vector>
 
 #include <tapegrad/tapegrad.h>
+
+#include "bench_clock.h"
 
 // For W4's "raw" column the bench calls OpenBLAS itself, as a ceiling: the library tapegrad
 // loaded at run time, with the kernels it chose (lib/src/backend/openblas.h). Linking
@@ -92,20 +92,10 @@ namespace {
 
 // ---- measurement ----------------------------------------------------------------------------
 
-double now_ms() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double, std::milli>(clock::now().time_since_epoch()).count();
-}
+using bench::cpu_ms;
+using bench::now_ms;
 
 /// A field of /proc/self/status in kB (VmHWM = peak RSS, VmRSS = current).
-/// This process's CPU time (all threads): insensitive to other jobs on a busy machine; equal
-/// to wall time when one thread works and the machine is idle.
-double cpu_ms() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return 1e3 * static_cast<double>(ts.tv_sec) + 1e-6 * static_cast<double>(ts.tv_nsec);
-}
-
 long status_kb(const char* field) {
   std::ifstream in("/proc/self/status");
   std::string line;

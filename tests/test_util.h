@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -78,6 +79,18 @@ inline tg::Tensor random_input(const tg::Shape& s, float lo, float hi) {
     if (std::abs(v) < 0.1f) v += v < 0 ? -0.1f : 0.1f;
   }
   return t.requires_grad_();
+}
+
+/// Same shape and the same float bits everywhere (NaN included).
+inline ::testing::AssertionResult same_bits(const tg::Tensor& a, const tg::Tensor& e) {
+  if (!a.defined() || !e.defined()) return ::testing::AssertionFailure() << "undefined tensor";
+  if (a.shape() != e.shape())
+    return ::testing::AssertionFailure() << tg::to_string(a.shape()) << " vs " << tg::to_string(e.shape());
+  const auto va = a.to_vector(), ve = e.to_vector();
+  for (size_t i = 0; i < va.size(); ++i)
+    if (std::memcmp(&va[i], &ve[i], sizeof(float)) != 0)
+      return ::testing::AssertionFailure() << "element " << i << ": " << va[i] << " vs " << ve[i];
+  return ::testing::AssertionSuccess();
 }
 
 /// Expects f() to throw E (or a subclass) whose message holds every one of `parts`.

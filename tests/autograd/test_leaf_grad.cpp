@@ -12,10 +12,13 @@
 #include <gtest/gtest.h>
 
 #include "tapegrad/tapegrad.h"
+#include "test_util.h"
 
 using namespace tg;
 
 namespace {
+
+using test_util::same_bits;
 
 /// Every element within 1e-6 + 1e-6·|expected| (a few ulps of the sums here), same shape.
 ::testing::AssertionResult near(const Tensor& a, const Tensor& e, double tol = 1e-6) {
@@ -25,17 +28,6 @@ namespace {
   const auto va = a.to_vector(), ve = e.to_vector();
   for (size_t i = 0; i < va.size(); ++i)
     if (!(std::abs(va[i] - ve[i]) <= tol + tol * std::abs(ve[i])))
-      return ::testing::AssertionFailure() << "element " << i << ": " << va[i] << " vs " << ve[i];
-  return ::testing::AssertionSuccess();
-}
-
-::testing::AssertionResult same_bits(const Tensor& a, const Tensor& e) {
-  if (!a.defined() || !e.defined()) return ::testing::AssertionFailure() << "undefined tensor";
-  if (a.shape() != e.shape())
-    return ::testing::AssertionFailure() << to_string(a.shape()) << " vs " << to_string(e.shape());
-  const auto va = a.to_vector(), ve = e.to_vector();
-  for (size_t i = 0; i < va.size(); ++i)
-    if (std::memcmp(&va[i], &ve[i], sizeof(float)) != 0)
       return ::testing::AssertionFailure() << "element " << i << ": " << va[i] << " vs " << ve[i];
   return ::testing::AssertionSuccess();
 }

@@ -18,21 +18,11 @@ using Inputs = std::vector<Tensor>;
 
 namespace {
 
+using test_util::same_bits;
+
 Tensor unfused(const Tensor& x, const Tensor& w, const Tensor& b, Activation act) {
   const Tensor z = linear(x, w, b);
   return act == Activation::Relu ? relu(z) : gelu(z);
-}
-
-/// Same shape and the same float bits everywhere (NaN included).
-::testing::AssertionResult same_bits(const Tensor& a, const Tensor& e) {
-  if (!a.defined() || !e.defined()) return ::testing::AssertionFailure() << "undefined tensor";
-  if (a.shape() != e.shape())
-    return ::testing::AssertionFailure() << to_string(a.shape()) << " vs " << to_string(e.shape());
-  const auto va = a.to_vector(), ve = e.to_vector();
-  for (size_t i = 0; i < va.size(); ++i)
-    if (std::memcmp(&va[i], &ve[i], sizeof(float)) != 0)
-      return ::testing::AssertionFailure() << "element " << i << ": " << va[i] << " vs " << ve[i];
-  return ::testing::AssertionSuccess();
 }
 
 /// Runs fn on fresh leaf copies of `in`, backward with g; returns {y, grads...}.
