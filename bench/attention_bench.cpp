@@ -24,9 +24,6 @@
 #include "bench_clock.h"
 #include "ops/attention.h"  // detail::ReferenceAttentionScope
 
-using bench::cpu_ms;
-using bench::now_ms;
-
 int main(int argc, char** argv) {
   std::string kernel = "fused";
   int64_t B = 8, H = 8, T = 128, D = 32;
@@ -72,13 +69,8 @@ int main(int argc, char** argv) {
   tg::reset_peak_memory_stats();
   step();
   const double peak_mib = static_cast<double>(tg::memory_stats().peak_bytes - before) / (1 << 20);
-  double best = 1e300, cpu_best = 1e300;
-  for (int r = 0; r < reps; ++r) {
-    const double t0 = now_ms(), c0 = cpu_ms();
-    for (int i = 0; i < iters; ++i) step();
-    best = std::min(best, (now_ms() - t0) / iters);
-    cpu_best = std::min(cpu_best, (cpu_ms() - c0) / iters);
-  }
+  const bench::Best t = bench::time_best(step, iters, reps);
+  const double best = t.ms, cpu_best = t.cpu_ms;
   const double flops = 2.0 * 6 * B * H * (T * (T + 1) / 2.0) * D;
   std::printf("tiles %ldx%ld\n", static_cast<long>(tiles.q), static_cast<long>(tiles.k));
   std::printf("kernel %s\nshape B%ld H%ld T%ld D%ld\nthreads %d\nblas_core %s\n", kernel.c_str(),

@@ -22,9 +22,6 @@
 #include "bench_clock.h"
 #include "nn/packed_projection.h"  // nn::impl::SeparateProjectionsScope
 
-using bench::cpu_ms;
-using bench::now_ms;
-
 int main(int argc, char** argv) {
   std::string qkv = "packed";
   int64_t B = 16, T = 64, C = 128, H = 4;
@@ -68,13 +65,8 @@ int main(int argc, char** argv) {
     y.backward(g);
   };
   step();  // warm-up
-  double best = 1e300, cpu_best = 1e300;
-  for (int r = 0; r < reps; ++r) {
-    const double t0 = now_ms(), c0 = cpu_ms();
-    for (int i = 0; i < iters; ++i) step();
-    best = std::min(best, (now_ms() - t0) / iters);
-    cpu_best = std::min(cpu_best, (cpu_ms() - c0) / iters);
-  }
+  const bench::Best t = bench::time_best(step, iters, reps);
+  const double best = t.ms, cpu_best = t.cpu_ms;
   std::printf("qkv %s\nshape B%ld T%ld C%ld H%ld\nthreads %d\nblas_core %s\n", qkv.c_str(),
               static_cast<long>(B), static_cast<long>(T), static_cast<long>(C), static_cast<long>(H),
               tg::get_num_threads(), tg::blas_kernel().c_str());
