@@ -33,10 +33,23 @@ std::atomic<uint32_t> next_replay{1};
 // accumulated under this lock, as PyTorch does.
 std::mutex leaf_mutex;
 
-/// dst += g, in place (the vector kernels; g has dst's shape, else xtensor broadcasts it).
+/// Whether g's elements recur whole every g.size() elements of dst: g's shape, without its
+/// leading 1s, is dst's trailing dims (the same shape, a bias row, a scalar).
+template <class D>
+bool repeats_in(const Array& g, const D& dst) {
+  size_t lead = 0;
+  while (lead < g.dimension() && g.shape()[lead] == 1) ++lead;
+  const size_t k = g.dimension() - lead;
+  return k <= dst.dimension() && dst.size() > 0 && dst.size() % std::max<size_t>(g.size(), 1) == 0 &&
+         std::equal(g.shape().begin() + static_cast<long>(lead), g.shape().end(),
+                    dst.shape().end() - static_cast<long>(k));
+}
+
+/// dst += g, in place: the vector kernels (split across tapegrad's threads when large) where
+/// g has dst's shape or repeats whole in it, else xtensor broadcasts it.
 template <class D>
 void add_into(D& dst, const Array& g) {
-  if (dst.shape() == g.shape())
+  if (repeats_in(g, dst))
     vec::kernels().binary(vec::Binary::Add, dst.data(), dst.size(), g.data(), g.size(),
                           dst.data(), dst.size());
   else
