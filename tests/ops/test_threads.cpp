@@ -167,6 +167,9 @@ TEST_F(Threads, ElementwiseOpsAndTheirBackward) {
                            return Tensors{v[0] + v[1], v[0] * v[2], v[1] - v[2], v[0] / 3.0f,
                                           v[1] * v[3], (v[0] + 2.0f) / (v[1] * v[1] + 1.0f)};
                          });
+  // A position table added to every sequence: its gradient sums few long rows (sum_to).
+  expect_same_at_1_and_2([] { return Tensors{leaf({16, 64, 128}), leaf({64, 128})}; },
+                         [](const Tensors& v) { return Tensors{v[0] + v[1]}; });
 }
 
 TEST_F(Threads, GradientAccumulation) {

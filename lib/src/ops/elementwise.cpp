@@ -41,7 +41,7 @@ Tensor add(const Tensor& a_arg, const Tensor& b_arg) {
   const Tensor& b = dense(b_arg, b_copy);
   check_broadcast(a, b, "add");
   return record("add", binary(Binary::Add, val(a), val(b)), {a, b}, [](BackwardContext& ctx) {
-    if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? Array(ctx.grad) : ctx.take_grad());
+    if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? copy_of(ctx.grad) : ctx.take_grad());
     if (ctx.needs(1)) ctx.give(1, ctx.take_grad());
   });
 }
@@ -54,7 +54,7 @@ Tensor sub(const Tensor& a_arg, const Tensor& b_arg) {
   const Tensor& b = dense(b_arg, b_copy);
   check_broadcast(a, b, "sub");
   return record("sub", binary(Binary::Sub, val(a), val(b)), {a, b}, [](BackwardContext& ctx) {
-    if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? Array(ctx.grad) : ctx.take_grad());
+    if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? copy_of(ctx.grad) : ctx.take_grad());
     if (ctx.needs(1)) ctx.give(1, in_place(ctx, [](Array& g) { g *= -1.0f; }));
   });
 }

@@ -274,7 +274,7 @@ AddLayerNorm add_layer_norm(const Tensor& a_arg, const Tensor& b_arg, const Shap
           if (!dx) return;
           out = ds ? std::move(*ds) : std::move(*dn);
         }
-        if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? Array(out) : std::move(out));
+        if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? copy_of(out) : std::move(out));
         if (ctx.needs(1)) ctx.give(1, std::move(out));
       });
   // output = its own values                d(core) = 0 (its gradient is handed over)
