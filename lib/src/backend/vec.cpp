@@ -60,27 +60,29 @@ bool known(const std::string& level) {
   return level == "baseline" || level == "avx2" || level == "avx512" || level == "native";
 }
 
-// ---- the chosen level's kernels, large calls split across tapegrad's threads ------------
+// ---- the chosen level's kernels, large calls split across tapegrad's threads -------------
 // Each wrapper cuts its call into parts (backend/parallel.h) and runs the level's own kernel on
 // each. The kernels compute every element alone (the vector code in every lane, the padded
-// tail too), so the parts give the bits of one call.
+// tail too), so the parts give the bits of one call. The grains keep a part at about 4-6 µs
+// (native AVX-512, one core: add 0.15 ns an element, exp 0.23, tanh 0.5, GELU with its
+// derivative 1.4).
 
 const Kernels* g_level = nullptr;  // set once, by choose(), before the table is handed out
 
 void exp_split(const float* x, float* y, size_t n) {
-  detail::for_range(static_cast<int64_t>(n), detail::kGrain / 4, [&](int64_t b, int64_t e) {
+  detail::for_range(static_cast<int64_t>(n), detail::kGrain / 2, [&](int64_t b, int64_t e) {
     g_level->exp(x + b, y + b, static_cast<size_t>(e - b));
   });
 }
 
 void tanh_split(const float* x, float* y, size_t n) {
-  detail::for_range(static_cast<int64_t>(n), detail::kGrain / 8, [&](int64_t b, int64_t e) {
+  detail::for_range(static_cast<int64_t>(n), detail::kGrain / 4, [&](int64_t b, int64_t e) {
     g_level->tanh(x + b, y + b, static_cast<size_t>(e - b));
   });
 }
 
 void sigmoid_split(const float* x, float* y, size_t n) {
-  detail::for_range(static_cast<int64_t>(n), detail::kGrain / 4, [&](int64_t b, int64_t e) {
+  detail::for_range(static_cast<int64_t>(n), detail::kGrain / 2, [&](int64_t b, int64_t e) {
     g_level->sigmoid(x + b, y + b, static_cast<size_t>(e - b));
   });
 }
@@ -142,9 +144,8 @@ void adam_split(const AdamStep& s, float* p, const float* g, float* m, float* v,
 
 Kernels split_table(const Kernels* level) {
   g_level = level;
-  return {level->level,     &exp_split,           &tanh_split,
-          &sigmoid_split,   &gelu_split,          &tanh_backward_split,
-          &sigmoid_backward_split, &binary_split, &adam_split};
+  return {level->level,        &exp_split,           &tanh_split,   &sigmoid_split, &gelu_split,
+          &tanh_backward_split, &sigmoid_backward_split, &binary_split, &adam_split};
 }
 
 struct Choice {
