@@ -63,8 +63,8 @@ bool known(const std::string& level) {
 // ---- the chosen level's kernels, large calls split across tapegrad's threads -------------
 // Each wrapper cuts its call into parts (backend/parallel.h) and runs the level's own kernel on
 // each. The kernels compute every element alone (the vector code in every lane, the padded
-// tail too), so the parts give the bits of one call. The grains keep a part at about 4-6 µs
-// (native AVX-512, one core: add 0.15 ns an element, exp 0.23, tanh 0.5, GELU with its
+// tail too), so the parts give the bits of one call. The grains keep a part at 2-3 µs or more
+// (native AVX-512, one core: add 0.13 ns an element, exp 0.23, tanh 0.5, GELU with its
 // derivative 1.4).
 
 const Kernels* g_level = nullptr;  // set once, by choose(), before the table is handed out
