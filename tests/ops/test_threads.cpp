@@ -9,6 +9,7 @@
 // The suite is named Threads: the ThreadSanitizer preset runs it (CMakePresets.json), with
 // OPENBLAS_NUM_THREADS=1: OpenBLAS is not instrumented, so TSan cannot see its own threads
 // synchronise (its load-time check runs on them) and reports races inside it.
+#include <atomic>
 #include <functional>
 #include <string>
 #include <utility>
@@ -95,7 +96,7 @@ TEST_F(Threads, ForRangeCutsIntoAlignedPartsThatCoverTheRange) {
 TEST_F(Threads, ForRangeRunsSmallRangesNestedCallsAndOneThreadAtOnce) {
   auto calls = [](int threads, int64_t n, bool nested) {
     tg::set_num_threads(threads);
-    int count = 0;
+    std::atomic<int> count{0};  // parts may run on two threads
     auto body = [&](int64_t, int64_t) { ++count; };
     if (nested)
       detail::parallel_for(2, [&](int p) {
@@ -103,7 +104,7 @@ TEST_F(Threads, ForRangeRunsSmallRangesNestedCallsAndOneThreadAtOnce) {
       });
     else
       detail::for_range(n, detail::kGrain, body);
-    return count;
+    return count.load();
   };
   EXPECT_EQ(calls(2, detail::kGrain, false), 1);  // one grain: one part
   EXPECT_EQ(calls(2, 2 * detail::kGrain, false), 2);
@@ -116,12 +117,12 @@ TEST_F(Threads, ForRowsKeepsRowsWhole) {
   tg::set_num_threads(2);
   const int64_t rows = 1001, cols = 97;  // edges on rows, not on 16
   std::vector<int> hits(static_cast<size_t>(rows), 0);
-  int parts = 0;
+  std::atomic<int> parts{0};  // the parts run on two threads
   detail::for_rows(rows, cols, detail::kGrain, [&](int64_t r0, int64_t r1) {
     ++parts;
     for (int64_t r = r0; r < r1; ++r) ++hits[static_cast<size_t>(r)];
   });
-  EXPECT_EQ(parts, 2);
+  EXPECT_EQ(parts.load(), 2);
   for (int h : hits) ASSERT_EQ(h, 1);
 }
 
