@@ -19,6 +19,7 @@
 #include "autograd/anomaly.h"
 #include "autograd/engine.h"
 #include "autograd/node.h"
+#include "backend/parallel.h"
 #include "backend/vec.h"
 #include "core/shape.h"
 
@@ -33,10 +34,23 @@ std::atomic<uint32_t> next_replay{1};
 // accumulated under this lock, as PyTorch does.
 std::mutex leaf_mutex;
 
-/// dst += g, in place (the vector kernels; g has dst's shape, else xtensor broadcasts it).
+/// Whether g's elements recur whole every g.size() elements of dst: g's shape, without its
+/// leading 1s, is dst's trailing dims (the same shape, a bias row, a scalar).
+template <class D>
+bool repeats_in(const Array& g, const D& dst) {
+  size_t lead = 0;
+  while (lead < g.dimension() && g.shape()[lead] == 1) ++lead;
+  const size_t k = g.dimension() - lead;
+  return k <= dst.dimension() && dst.size() > 0 && dst.size() % std::max<size_t>(g.size(), 1) == 0 &&
+         std::equal(g.shape().begin() + static_cast<long>(lead), g.shape().end(),
+                    dst.shape().end() - static_cast<long>(k));
+}
+
+/// dst += g, in place: the vector kernels (split across tapegrad's threads when large) where
+/// g has dst's shape or repeats whole in it, else xtensor broadcasts it.
 template <class D>
 void add_into(D& dst, const Array& g) {
-  if (dst.shape() == g.shape())
+  if (repeats_in(g, dst))
     vec::kernels().binary(vec::Binary::Add, dst.data(), dst.size(), g.data(), g.size(),
                           dst.data(), dst.size());
   else
@@ -553,17 +567,25 @@ Array sum_to(const Array& g, const Shape& target) {
   const Shape gs = shape_of(g);
   const size_t lead = gs.size() - target.size();
   // The common case, a bias's gradient: target (after its leading 1s) is g's trailing dims,
-  // so g is rows of target, summed in order with the vector kernels.
+  // so g is rows of target, summed in order with the vector kernels. The columns split across
+  // tapegrad's threads: each still sums its rows in order (the same bits at any count).
   size_t ones = 0;
   while (ones < target.size() && target[ones] == 1) ++ones;
   const size_t N = static_cast<size_t>(numel_of(target));
   if (N >= 16 && std::equal(target.begin() + static_cast<long>(ones), target.end(),
                             gs.end() - static_cast<long>(target.size() - ones))) {
     Array r = Array::from_shape(to_xshape(target));
-    std::copy(g.data(), g.data() + N, r.data());
     const vec::Kernels& k = vec::kernels();
-    for (size_t row = 1; row < g.size() / N; ++row)
-      k.binary(vec::Binary::Add, r.data(), N, g.data() + row * N, N, r.data(), N);
+    const float* pg = g.data();
+    float* pr = r.data();
+    const size_t rows = g.size() / N;
+    for_range(static_cast<int64_t>(N), static_cast<int64_t>(kGrain / rows + 1),
+              [&k, pg, pr, rows, N](int64_t c0, int64_t c1) {
+                const auto b = static_cast<size_t>(c0), n = static_cast<size_t>(c1 - c0);
+                std::copy(pg + b, pg + b + n, pr + b);
+                for (size_t row = 1; row < rows; ++row)
+                  k.binary(vec::Binary::Add, pr + b, n, pg + row * N + b, n, pr + b, n);
+              });
     return r;
   }
   std::vector<size_t> axes;

@@ -46,6 +46,7 @@ std::atomic<bool> g_forked{false};   // this process is a fork() child: no worke
 class Pool {
  public:
   int threads() const { return threads_.load(std::memory_order_relaxed); }
+  uint64_t jobs() const { return jobs_.load(std::memory_order_relaxed); }
 
   void resize(int n) {
     if (g_forked.load(std::memory_order_relaxed)) {  // the workers are not in this process
@@ -69,6 +70,7 @@ class Pool {
       return;
     }
     const uint64_t seq = ++seq_;
+    jobs_.fetch_add(1, std::memory_order_relaxed);
     job_ = &f;
     done_.store(0, std::memory_order_relaxed);
     claim_.store((seq << 16) | (static_cast<uint64_t>(parts) << 8), std::memory_order_release);
@@ -158,6 +160,7 @@ class Pool {
   std::mutex sleep_mu_;
   std::condition_variable wake_;
   std::atomic<int> sleepers_{0};
+  std::atomic<uint64_t> jobs_{0};  // jobs handed to the workers (pool_jobs)
 };
 
 Pool& pool() {
@@ -177,6 +180,8 @@ void set_pool_threads(int n) { pool().resize(std::max(1, std::min(n, kMaxParts))
 void parallel_for(int parts, const std::function<void(int)>& f) { pool().run(parts, f); }
 
 bool in_parallel_part() { return t_in_job; }
+
+uint64_t pool_jobs() { return pool().jobs(); }
 
 }  // namespace detail
 }  // namespace tg

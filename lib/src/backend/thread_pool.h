@@ -7,6 +7,7 @@
 // workers spin for a short while after each job (so that the next product of the same step
 // finds them awake), then sleep; each part of a split product is one single-threaded
 // OpenBLAS call.
+#include <cstdint>
 #include <functional>
 
 namespace tg {
@@ -26,6 +27,10 @@ void parallel_for(int parts, const std::function<void(int)>& f);
 /// Whether this thread is running a part of a parallel_for job that runs on several threads
 /// (a worker, or the caller while it takes parts): the gemm trace marks products made there.
 bool in_parallel_part();
+
+/// How many parallel_for jobs have run on several threads in this process (for tests: a pass
+/// that should split did).
+uint64_t pool_jobs();
 
 }  // namespace detail
 }  // namespace tg

@@ -55,7 +55,9 @@ struct Kernels {
 };
 
 /// The kernels every op calls: chosen on first use (TAPEGRAD_CPU_LEVEL, else the best this
-/// CPU runs). Throws ValueError for a level that is unknown, not built, or one the CPU lacks.
+/// CPU runs), a large call cut into parts on tapegrad's threads (backend/parallel.h; the
+/// same bits as one call). Throws ValueError for a level that is unknown, not built, or one
+/// the CPU lacks.
 const Kernels& kernels();
 
 /// The levels this library holds, best last: {"native"}, or {"baseline", "avx2", "avx512"}.
@@ -66,7 +68,8 @@ bool runs(const std::string& level, const cpu::Features& f);
 /// CPU with features f; throws ValueError naming the variable for any other value it cannot
 /// honour.
 std::string choose_level(const std::string& request, const cpu::Features& f);
-/// A built level's kernels (a test may call any the CPU runs); nullptr if not built.
+/// A built level's own kernels, on the caller's thread (a test may call any the CPU runs);
+/// nullptr if not built.
 const Kernels* kernels_for(const std::string& level);
 
 /// For device_status(): "avx512 kernels (the best this CPU runs)", "avx2 kernels

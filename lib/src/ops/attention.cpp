@@ -18,6 +18,7 @@
 
 #include "ops/attention.h"
 #include "backend/gemm.h"
+#include "backend/parallel.h"
 #include "backend/thread_pool.h"
 #include "backend/vec.h"
 #include "tapegrad/device.h"
@@ -91,10 +92,11 @@ Tensor reference_attention(const AttentionShape& s, const Tensor& q, const Tenso
   // Softmax in three sweeps, so that exp runs vectorized over the whole of S at once:
   // masked scores and the row maximum (each row then holds S - max, -inf where masked),
   // exp (masked -> 0; a row whose keys are all masked becomes a defined zero row instead
-  // of 0/0), and each row's normalisation.
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t i = 0; i < Tq; ++i) {
-      float* row = p + (n * Tq + i) * Tk;
+  // of 0/0), and each row's normalisation. Each sweep splits its rows across threads.
+  for_rows(N * Tq, Tk, kGrain / 2, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t n = r / Tq, i = r % Tq;
+      float* row = p + r * Tk;
       const float* m = pm ? pm + mi.offset[static_cast<size_t>(n)] + i * mi.sq : nullptr;
       const int64_t end = is_causal ? std::min(Tk, i + 1) : Tk;  // keys j > i are masked
       float mx = kNegInf;
@@ -111,14 +113,17 @@ Tensor reference_attention(const AttentionShape& s, const Tensor& q, const Tenso
       for (int64_t j = 0; j < end; ++j) row[j] -= mx;
       std::fill(row + end, row + Tk, kNegInf);
     }
+  });
   vec::kernels().exp(p, p, P->size());
-  for (int64_t r = 0; r < N * Tq; ++r) {
-    float* row = p + r * Tk;
-    const double z = lane_sum(static_cast<size_t>(Tk), [&](size_t j) { return row[j]; });
-    if (z == 0) continue;  // all masked
-    const float inv = static_cast<float>(1.0 / z);
-    for (int64_t j = 0; j < Tk; ++j) row[j] *= inv;
-  }
+  for_rows(N * Tq, Tk, kGrain / 2, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* row = p + r * Tk;
+      const double z = lane_sum(static_cast<size_t>(Tk), [&](size_t j) { return row[j]; });
+      if (z == 0) continue;  // all masked
+      const float inv = static_cast<float>(1.0 / z);
+      for (int64_t j = 0; j < Tk; ++j) row[j] *= inv;
+    }
+  });
 
   std::shared_ptr<Array> keep;  // M/(1-p) per weight, when dropout is active
   Array dropped;                // Pd
@@ -166,15 +171,17 @@ Tensor reference_attention(const AttentionShape& s, const Tensor& q, const Tenso
                                s.v, d, lp);
                   const float* p = P->data();
                   const float* kp = keep ? keep->data() : nullptr;
-                  for (int64_t r = 0; r < N * Tq; ++r) {
-                    float* dr = d + r * Tk;
-                    const float* pr = p + r * Tk;
-                    if (kp)
-                      for (int64_t j = 0; j < Tk; ++j) dr[j] *= kp[r * Tk + j];
-                    const float dot = static_cast<float>(lane_sum(
-                        static_cast<size_t>(Tk), [&](size_t j) { return dr[j] * pr[j]; }));
-                    for (int64_t j = 0; j < Tk; ++j) dr[j] = pr[j] * (dr[j] - dot);
-                  }
+                  for_rows(N * Tq, Tk, kGrain / 2, [&](int64_t r0, int64_t r1) {  // dS by rows
+                    for (int64_t r = r0; r < r1; ++r) {
+                      float* dr = d + r * Tk;
+                      const float* pr = p + r * Tk;
+                      if (kp)
+                        for (int64_t j = 0; j < Tk; ++j) dr[j] *= kp[r * Tk + j];
+                      const float dot = static_cast<float>(lane_sum(
+                          static_cast<size_t>(Tk), [&](size_t j) { return dr[j] * pr[j]; }));
+                      for (int64_t j = 0; j < Tk; ++j) dr[j] = pr[j] * (dr[j] - dot);
+                    }
+                  });
                   if (ctx.needs(0)) {
                     Array dq = s.packed ? Array() : Array::from_shape(to_xshape(q_shape));
                     batched_gemm(s.B, s.H, false, false, Tq, s.D, Tk, scale, d, lp, ctx.read_data(sk),

@@ -8,6 +8,7 @@
 #include <xtensor/xnoalias.hpp>
 #include <xtensor/xoperation.hpp>
 
+#include "backend/parallel.h"
 #include "ops/common.h"
 #include "ops/vec_ops.h"
 
@@ -40,7 +41,7 @@ Tensor add(const Tensor& a_arg, const Tensor& b_arg) {
   const Tensor& b = dense(b_arg, b_copy);
   check_broadcast(a, b, "add");
   return record("add", binary(Binary::Add, val(a), val(b)), {a, b}, [](BackwardContext& ctx) {
-    if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? Array(ctx.grad) : ctx.take_grad());
+    if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? copy_of(ctx.grad) : ctx.take_grad());
     if (ctx.needs(1)) ctx.give(1, ctx.take_grad());
   });
 }
@@ -53,7 +54,7 @@ Tensor sub(const Tensor& a_arg, const Tensor& b_arg) {
   const Tensor& b = dense(b_arg, b_copy);
   check_broadcast(a, b, "sub");
   return record("sub", binary(Binary::Sub, val(a), val(b)), {a, b}, [](BackwardContext& ctx) {
-    if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? Array(ctx.grad) : ctx.take_grad());
+    if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? copy_of(ctx.grad) : ctx.take_grad());
     if (ctx.needs(1)) ctx.give(1, in_place(ctx, [](Array& g) { g *= -1.0f; }));
   });
 }
@@ -223,9 +224,23 @@ Tensor relu(const Tensor& a_arg) {
   const Tensor& a = dense(a_arg, a_copy);
   require_defined(a, "relu", "the input");
   // where(x < 0, 0, x), not max(x, 0): NaN stays NaN, as in PyTorch (max would give 0).
-  auto y = make_storage(xt::where(val(a) < 0.0f, 0.0f, val(a)));
+  // Plain loops (they vectorize), split across tapegrad's threads when large.
+  const View& x = val(a);
+  Array y_values = Array::from_shape(x.shape());
+  const float* px = x.data();
+  float* py = y_values.data();
+  for_range(static_cast<int64_t>(x.size()), kGrain, [px, py](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) py[i] = px[i] < 0.0f ? 0.0f : px[i];
+  });
+  auto y = make_storage(std::move(y_values));
   return record("relu", y, {a}, [sy = Saved(y)](BackwardContext& ctx) {
-    ctx.give(0, Array(xt::where(ctx.read(sy) > 0.0f, ctx.grad, 0.0f)));
+    const float* py = ctx.read(sy).data();
+    ctx.give(0, in_place(ctx, [py](Array& g) {  // g [y > 0], in g's buffer
+      float* pg = g.data();
+      for_range(static_cast<int64_t>(g.size()), kGrain, [py, pg](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) pg[i] = py[i] > 0.0f ? pg[i] : 0.0f;
+      });
+    }));
   });
 }
 

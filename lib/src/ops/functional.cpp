@@ -7,6 +7,7 @@
 #include <xtensor/xbuilder.hpp>
 #include <xtensor/xmath.hpp>
 
+#include "backend/parallel.h"
 #include "ops/common.h"
 #include "ops/lane_sum.h"
 #include "ops/vec_ops.h"
@@ -82,23 +83,39 @@ void norm_row(const float* x, size_t N, float eps, const float* w, const float* 
   }
 }
 
-/// One row of the backward from the output's gradient g and x̂ (both N): dw += g·x̂ and
-/// db += g (unless null), then, unless out is null,
+/// dw += Σ_r g[r]·x̂[r] and db += Σ_r g[r] (either null: not wanted) over g (rows, N), where
+/// hat(r, i) gives x̂. Each column sums its rows in order; the columns are split across
+/// tapegrad's threads, so the sums are the same at any thread count. Runs before dx is
+/// written into g.
+template <class Hat>
+void norm_columns_backward(const float* g, const Hat& hat, size_t rows, size_t N, float* dw,
+                           float* db) {
+  if (!dw && !db) return;
+  const auto min_cols = static_cast<int64_t>(kGrain / std::max<size_t>(rows, 1) + 1);
+  for_range(static_cast<int64_t>(N), min_cols, [&](int64_t c0, int64_t c1) {
+    const auto b = static_cast<size_t>(c0), e = static_cast<size_t>(c1);
+    for (size_t r = 0; r < rows; ++r) {
+      const float* gr = g + r * N;
+      if (dw)
+        for (size_t i = b; i < e; ++i) dw[i] += gr[i] * hat(r, i);
+      if (db)
+        for (size_t i = b; i < e; ++i) db[i] += gr[i];
+    }
+  });
+}
+
+/// One row of dx from the output's gradient g (N), where h(i) gives x̂:
 ///   out = add + rstd·(ĝ - mean(ĝ) - x̂·mean(ĝ·x̂)),  ĝ = g·w   (add null: 0; out may be g or add).
-void norm_row_backward(const float* g, const float* h, const float* w, float rstd, size_t N,
-                       float* dw, float* db, const float* add, float* out) {
-  if (dw)
-    for (size_t i = 0; i < N; ++i) dw[i] += g[i] * h[i];
-  if (db)
-    for (size_t i = 0; i < N; ++i) db[i] += g[i];
-  if (!out) return;
+template <class Hat>
+void norm_row_backward(const float* g, const Hat& h, const float* w, float rstd, size_t N,
+                       const float* add, float* out) {
   auto gh = [&](size_t i) { return g[i] * w[i]; };
   const float a = static_cast<float>(lane_sum(N, gh) / N);
-  const float c = static_cast<float>(lane_sum(N, [&](size_t i) { return gh(i) * h[i]; }) / N);
+  const float c = static_cast<float>(lane_sum(N, [&](size_t i) { return gh(i) * h(i); }) / N);
   if (add)
-    for (size_t i = 0; i < N; ++i) out[i] = add[i] + rstd * (gh(i) - a - h[i] * c);
+    for (size_t i = 0; i < N; ++i) out[i] = add[i] + rstd * (gh(i) - a - h(i) * c);
   else
-    for (size_t i = 0; i < N; ++i) out[i] = rstd * (gh(i) - a - h[i] * c);
+    for (size_t i = 0; i < N; ++i) out[i] = rstd * (gh(i) - a - h(i) * c);
 }
 
 /// Zeros in the normalized shape, where a backward needs dw or db (else an unused array).
@@ -132,10 +149,12 @@ Tensor layer_norm(const Tensor& x_arg, const Shape& normalized_shape, const Tens
   const float* px = val(x).data();
   const float* w = weight.defined() ? val(weight).data() : nullptr;
   const float* b = bias.defined() ? val(bias).data() : nullptr;
-  for (size_t r = 0; r < rows; ++r) {
-    float mu;
-    norm_row(px + r * N, N, eps, w, b, y.data() + r * N, xhat->data() + r * N, mu, (*rstd)[r]);
-  }
+  for_rows(static_cast<int64_t>(rows), static_cast<int64_t>(N), kGrain / 4, [&](int64_t r0, int64_t r1) {
+    for (auto r = static_cast<size_t>(r0); r < static_cast<size_t>(r1); ++r) {
+      float mu;
+      norm_row(px + r * N, N, eps, w, b, y.data() + r * N, xhat->data() + r * N, mu, (*rstd)[r]);
+    }
+  });
   const Saved sw = weight.defined() ? Saved(weight) : Saved();
   return record("layer_norm", std::move(y), {x, weight, bias},
                 [xhat, rstd, sw, N, rows, normalized_shape](BackwardContext& ctx) {
@@ -145,13 +164,21 @@ Tensor layer_norm(const Tensor& x_arg, const Shape& normalized_shape, const Tens
                   Array gw = zeros_if(ctx.needs(1), normalized_shape);
                   Array gb = zeros_if(ctx.needs(2), normalized_shape);
                   Array gx = ctx.take_grad();  // dx is computed in g's buffer, row by row
+                  const float* h = xhat->data();
+                  norm_columns_backward(
+                      gx.data(), [h, N](size_t r, size_t i) { return h[r * N + i]; }, rows, N,
+                      data_if(ctx.needs(1), gw), data_if(ctx.needs(2), gb));
                   const bool dx = ctx.needs(0);
-                  for (size_t r = 0; r < rows; ++r) {
-                    float* gr = gx.data() + r * N;
-                    norm_row_backward(gr, xhat->data() + r * N, w, (*rstd)[r], N,
-                                      data_if(ctx.needs(1), gw), data_if(ctx.needs(2), gb), nullptr,
-                                      dx ? gr : nullptr);
-                  }
+                  if (dx)
+                    for_rows(static_cast<int64_t>(rows), static_cast<int64_t>(N), kGrain / 4,
+                             [&](int64_t r0, int64_t r1) {
+                               for (auto r = static_cast<size_t>(r0); r < static_cast<size_t>(r1); ++r) {
+                                 float* gr = gx.data() + r * N;
+                                 const float* hr = h + r * N;
+                                 norm_row_backward(gr, [hr](size_t i) { return hr[i]; }, w,
+                                                   (*rstd)[r], N, nullptr, gr);
+                               }
+                             });
                   if (ctx.needs(1)) ctx.give(1, std::move(gw));
                   if (ctx.needs(2)) ctx.give(2, std::move(gb));
                   if (dx) ctx.give(0, std::move(gx));
@@ -189,11 +216,14 @@ AddLayerNorm add_layer_norm(const Tensor& a_arg, const Tensor& b_arg, const Shap
   const float* w = weight.defined() ? val(weight).data() : nullptr;
   const float* bi = bias.defined() ? val(bias).data() : nullptr;
   const vec::Kernels& k = vec::kernels();
-  for (size_t r = 0; r < rows; ++r) {  // each row of s is still in cache when it is normalized
-    float* sr = s->data.data() + r * N;
-    k.binary(vec::Binary::Add, pa + r * N, N, pb + r * N, N, sr, N);  // as add()
-    norm_row(sr, N, eps, w, bi, n.data() + r * N, nullptr, (*stats)[2 * r], (*stats)[2 * r + 1]);
-  }
+  // Each row of s is still in cache when it is normalized; the rows split across threads.
+  for_rows(static_cast<int64_t>(rows), static_cast<int64_t>(N), kGrain / 4, [&](int64_t r0, int64_t r1) {
+    for (auto r = static_cast<size_t>(r0); r < static_cast<size_t>(r1); ++r) {
+      float* sr = s->data.data() + r * N;
+      k.binary(vec::Binary::Add, pa + r * N, N, pb + r * N, N, sr, N);  // as add()
+      norm_row(sr, N, eps, w, bi, n.data() + r * N, nullptr, (*stats)[2 * r], (*stats)[2 * r + 1]);
+    }
+  });
   if (!will_record(a, b, weight, bias))
     return {record(op, s, {a, b, weight, bias}, BackwardFn()),
             record(op, std::move(n), {a, b, weight, bias}, BackwardFn())};
@@ -224,21 +254,27 @@ AddLayerNorm add_layer_norm(const Tensor& a_arg, const Tensor& b_arg, const Shap
           float* g = dn->data();
           const float* add = ds ? ds->data() : nullptr;  // ds, added to the row's dx
           float* o = !dx ? nullptr : ds ? ds->data() : g;
-          std::vector<float> h(N);  // ŝ of the row
-          for (size_t r = 0; r < rows; ++r) {
-            const float* sr = sv.data() + r * N;
-            const float mu = (*stats)[2 * r], rs = (*stats)[2 * r + 1];
-            for (size_t i = 0; i < N; ++i) h[i] = (sr[i] - mu) * rs;
-            norm_row_backward(g + r * N, h.data(), w, rs, N, data_if(ctx.needs(2), gw),
-                              data_if(ctx.needs(3), gb), add ? add + r * N : nullptr,
-                              o ? o + r * N : nullptr);
-          }
+          const float* ps = sv.data();
+          const float* st = stats->data();
+          auto hat = [ps, st, N](size_t r, size_t i) {  // ŝ = (s - μ) · rstd
+            return (ps[r * N + i] - st[2 * r]) * st[2 * r + 1];
+          };
+          norm_columns_backward(g, hat, rows, N, data_if(ctx.needs(2), gw),
+                                data_if(ctx.needs(3), gb));
+          if (o)
+            for_rows(static_cast<int64_t>(rows), static_cast<int64_t>(N), kGrain / 4,
+                     [&](int64_t r0, int64_t r1) {
+                       for (auto r = static_cast<size_t>(r0); r < static_cast<size_t>(r1); ++r)
+                         norm_row_backward(g + r * N, [&hat, r](size_t i) { return hat(r, i); }, w,
+                                           st[2 * r + 1], N, add ? add + r * N : nullptr,
+                                           o + r * N);
+                     });
           if (ctx.needs(2)) ctx.give(2, std::move(gw));
           if (ctx.needs(3)) ctx.give(3, std::move(gb));
           if (!dx) return;
           out = ds ? std::move(*ds) : std::move(*dn);
         }
-        if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? Array(out) : std::move(out));
+        if (ctx.needs(0)) ctx.give(0, ctx.needs(1) ? copy_of(out) : std::move(out));
         if (ctx.needs(1)) ctx.give(1, std::move(out));
       });
   // output = its own values                d(core) = 0 (its gradient is handed over)
@@ -349,32 +385,35 @@ Tensor cross_entropy(const Tensor& logits_arg, const Indices& targets, const Cro
   auto logp = std::make_shared<Array>(Array::from_shape(val(logits).shape()));
   Array per = Array::from_shape(to_xshape(ls.none_shape));
   const float* x = val(logits).data();
-  for (size_t o2 = 0; o2 < s.outer; ++o2)
-    for (size_t j = 0; j < s.inner; ++j) {
-      const size_t base = o2 * s.n * s.inner + j, e = o2 * s.inner + j;
-      float m = -INFINITY;
-      for (size_t i = 0; i < s.n; ++i) m = std::max(m, x[base + i * s.inner]);
-      double z = 0;
-      for (size_t i = 0; i < s.n; ++i) z += std::exp(static_cast<double>(x[base + i * s.inner] - m));
-      const float lz = static_cast<float>(std::log(z));  // subtracted after m: see log_softmax
-      double all = 0;  // Σ_k w_k logp[k]
-      for (size_t i = 0; i < s.n; ++i) {
-        const float lp = (x[base + i * s.inner] - m) - lz;
-        logp->data()[base + i * s.inner] = lp;
-        all += ls.w(static_cast<int64_t>(i)) * lp;
+  const auto outer = static_cast<int64_t>(s.outer), row = static_cast<int64_t>(s.n * s.inner);
+  for_rows(outer, row, kGrain / 8, [&](int64_t r0, int64_t r1) {  // rows split across threads
+    for (auto o2 = static_cast<size_t>(r0); o2 < static_cast<size_t>(r1); ++o2)
+      for (size_t j = 0; j < s.inner; ++j) {
+        const size_t base = o2 * s.n * s.inner + j, e = o2 * s.inner + j;
+        float m = -INFINITY;
+        for (size_t i = 0; i < s.n; ++i) m = std::max(m, x[base + i * s.inner]);
+        double z = 0;
+        for (size_t i = 0; i < s.n; ++i) z += std::exp(static_cast<double>(x[base + i * s.inner] - m));
+        const float lz = static_cast<float>(std::log(z));  // subtracted after m: see log_softmax
+        double all = 0;  // Σ_k w_k logp[k]
+        for (size_t i = 0; i < s.n; ++i) {
+          const float lp = (x[base + i * s.inner] - m) - lz;
+          logp->data()[base + i * s.inner] = lp;
+          all += ls.w(static_cast<int64_t>(i)) * lp;
+        }
+        const int64_t t = targets.values[e];
+        if (t == o.ignore_index()) {
+          per.data()[e] = 0.0f;
+        } else {
+          // Without smoothing the Σ term is left out, not multiplied by 0: a -inf logit of
+          // another class (a masked class) would make it 0·(-inf) = NaN. PyTorch gives the plain
+          // -logp[t] there.
+          const float smooth = eps > 0.0f ? eps / K * static_cast<float>(all) : 0.0f;
+          per.data()[e] =
+              -(1.0f - eps) * ls.w(t) * logp->data()[base + static_cast<size_t>(t) * s.inner] - smooth;
+        }
       }
-      const int64_t t = targets.values[e];
-      if (t == o.ignore_index()) {
-        per.data()[e] = 0.0f;
-      } else {
-        // Without smoothing the Σ term is left out, not multiplied by 0: a -inf logit of
-        // another class (a masked class) would make it 0·(-inf) = NaN. PyTorch gives the plain
-        // -logp[t] there.
-        const float smooth = eps > 0.0f ? eps / K * static_cast<float>(all) : 0.0f;
-        per.data()[e] =
-            -(1.0f - eps) * ls.w(t) * logp->data()[base + static_cast<size_t>(t) * s.inner] - smooth;
-      }
-    }
+  });
   const Reduction red = o.reduction();
   const float denom = ls.scale_denominator;
   const int64_t ignore = o.ignore_index();
@@ -386,20 +425,24 @@ Tensor cross_entropy(const Tensor& logits_arg, const Indices& targets, const Cro
                 [logp, tv, s, eps, K, red, denom, ignore, cw, w_all](BackwardContext& ctx) {
                   auto w = [&](int64_t k) { return cw ? (*cw)[static_cast<size_t>(k)] : 1.0f; };
                   Array gx = Array::from_shape(logp->shape());
-                  for (size_t o2 = 0; o2 < s.outer; ++o2)
-                    for (size_t j = 0; j < s.inner; ++j) {
-                      const size_t base = o2 * s.n * s.inner + j, e = o2 * s.inner + j;
-                      const int64_t t = tv[e];
-                      const float up = t == ignore ? 0.0f : loss_grad_at(ctx.grad, red, denom, e);
-                      const float wt = t == ignore ? 0.0f : w(t);
-                      const float c = (1.0f - eps) * wt + static_cast<float>(eps / K * w_all);
-                      for (size_t i = 0; i < s.n; ++i) {
-                        const int64_t k = static_cast<int64_t>(i);
-                        const float target = (k == t ? (1.0f - eps) * wt : 0.0f) + eps / K * w(k);
-                        gx.data()[base + i * s.inner] =
-                            (std::exp(logp->data()[base + i * s.inner]) * c - target) * up;
+                  const auto outer = static_cast<int64_t>(s.outer);
+                  const auto row = static_cast<int64_t>(s.n * s.inner);
+                  for_rows(outer, row, kGrain / 8, [&](int64_t r0, int64_t r1) {
+                    for (auto o2 = static_cast<size_t>(r0); o2 < static_cast<size_t>(r1); ++o2)
+                      for (size_t j = 0; j < s.inner; ++j) {
+                        const size_t base = o2 * s.n * s.inner + j, e = o2 * s.inner + j;
+                        const int64_t t = tv[e];
+                        const float up = t == ignore ? 0.0f : loss_grad_at(ctx.grad, red, denom, e);
+                        const float wt = t == ignore ? 0.0f : w(t);
+                        const float c = (1.0f - eps) * wt + static_cast<float>(eps / K * w_all);
+                        for (size_t i = 0; i < s.n; ++i) {
+                          const int64_t k = static_cast<int64_t>(i);
+                          const float target = (k == t ? (1.0f - eps) * wt : 0.0f) + eps / K * w(k);
+                          gx.data()[base + i * s.inner] =
+                              (std::exp(logp->data()[base + i * s.inner]) * c - target) * up;
+                        }
                       }
-                    }
+                  });
                   ctx.give(0, std::move(gx));
                 });
 }

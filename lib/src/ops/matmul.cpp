@@ -4,6 +4,7 @@
 #include <xtensor/xbuilder.hpp>
 
 #include "backend/gemm.h"
+#include "backend/parallel.h"
 #include "backend/vec.h"
 #include "ops/common.h"
 #include "ops/linear_act.h"
@@ -196,7 +197,11 @@ Array linear_forward(const LinearArgs& a) {
   float beta = 0.0f;
   if (a.bias.defined()) {
     const float* pb = val(a.bias).data();
-    for (int64_t r = 0; r < a.rows; ++r) std::copy(pb, pb + a.out, y.data() + r * a.out);
+    float* py = y.data();
+    const int64_t out = a.out;
+    for_rows(a.rows, out, kGrain, [=](int64_t r0, int64_t r1) {  // rows split across threads
+      for (int64_t r = r0; r < r1; ++r) std::copy(pb, pb + out, py + r * out);
+    });
     beta = 1.0f;
   }
   gemm::gemm(a.mx.trans, !a.mw.trans, a.rows, a.out, a.in, 1.0f, a.x.impl()->ptr(), a.mx.ld,
@@ -253,13 +258,18 @@ struct LinearBackward {
     if (ctx.needs(2)) {  // db = Σ_r G[r], row after row (the vector kernels)
       // Summed apart and then added, even into an existing .grad(): adding the rows into it
       // one by one would round differently from the old path (a + Σ against Σ(a + ...)) for
-      // no gain (db is one row).
+      // no gain (db is one row). The columns split across threads: each column still sums
+      // its rows in order, so every thread count gives the same bits.
       const vec::Kernels& k = vec::kernels();
-      const auto n = static_cast<size_t>(out);
-      Array gb = Array::from_shape({n});
+      Array gb = Array::from_shape({static_cast<size_t>(out)});
       std::fill(gb.begin(), gb.end(), 0.0f);
-      for (int64_t r = 0; r < rows; ++r)
-        k.binary(vec::Binary::Add, gb.data(), n, g + r * out, n, gb.data(), n);
+      float* pb = gb.data();
+      const int64_t o = out, R = rows;
+      for_range(o, kGrain / std::max<int64_t>(R, 1) + 1, [&k, pb, g, o, R](int64_t c0, int64_t c1) {
+        const auto n = static_cast<size_t>(c1 - c0);
+        for (int64_t r = 0; r < R; ++r)
+          k.binary(vec::Binary::Add, pb + c0, n, g + r * o + c0, n, pb + c0, n);
+      });
       ctx.give(2, std::move(gb));
     }
   }
@@ -304,13 +314,17 @@ Tensor linear_act(const Tensor& x_arg, const Tensor& weight_arg, const Tensor& b
   }
   // where(z < 0, 0, z), as tg::relu: NaN stays NaN (max would give 0).
   float* p = y.data();
-  for (size_t i = 0; i < n; ++i) p[i] = p[i] < 0.0f ? 0.0f : p[i];
+  for_range(static_cast<int64_t>(n), kGrain, [p](int64_t b, int64_t e) {  // across threads
+    for (int64_t i = b; i < e; ++i) p[i] = p[i] < 0.0f ? 0.0f : p[i];
+  });
   auto ys = make_storage(std::move(y));
   return record(name, ys, {a.x, a.weight, a.bias}, [back, sy = Saved(ys)](BackwardContext& ctx) {
     const float* y = ctx.read(sy).data();
     Array g = ctx.take_grad();  // dz, computed in g's buffer
     float* pg = g.data();
-    for (size_t i = 0; i < g.size(); ++i) pg[i] = y[i] > 0.0f ? pg[i] : 0.0f;
+    for_range(static_cast<int64_t>(g.size()), kGrain, [pg, y](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) pg[i] = y[i] > 0.0f ? pg[i] : 0.0f;
+    });
     back(ctx, g.data());
   });
 }

@@ -6,6 +6,8 @@
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xnoalias.hpp>
 
+#include "backend/parallel.h"
+
 namespace tg {
 namespace detail {
 
@@ -86,6 +88,16 @@ void binary_(vec::Binary op, Array& g, const float* d, const XShape& sd) {
 Array unary(void (*f)(const float*, float*, size_t), const View& x) {
   Array y = Array::from_shape(x.shape());
   f(x.data(), y.data(), y.size());
+  return y;
+}
+
+Array copy_of(const Array& a) {
+  Array y = Array::from_shape(a.shape());
+  const float* src = a.data();
+  float* dst = y.data();
+  for_range(static_cast<int64_t>(a.size()), kGrain, [src, dst](int64_t b, int64_t e) {
+    std::copy(src + b, src + e, dst + b);
+  });
   return y;
 }
 

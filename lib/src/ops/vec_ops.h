@@ -29,5 +29,8 @@ void binary_(vec::Binary op, Array& g, const D& d) {
 /// y = f(x) for a kernel f of vec::Kernels (exp, tanh, sigmoid), in x's shape.
 Array unary(void (*f)(const float*, float*, size_t), const View& x);
 
+/// A copy of a, split across tapegrad's threads when large (a gradient given to two inputs).
+Array copy_of(const Array& a);
+
 }  // namespace detail
 }  // namespace tg

@@ -86,11 +86,7 @@ void adam_update(const O& o, bool decoupled, const Tensor& param, ParamState& st
   s.l2_wd = !decoupled && o.weight_decay() != 0;  // Adam:  g ← g + wd·p
   // m ← β1·m + (1 − β1)·g,  v ← β2·v + (1 − β2)·g²,  p ← p − step_size·m / (√v / √bc2 + eps)
   // (AMSGrad: v's running maximum in the denominator), in backend/vec_kernels.h.
-  const vec::Kernels& k = vec::kernels();
-  detail::for_range(n, [&](int64_t begin, int64_t end) {
-    k.adam(s, p + begin, g + begin, m + begin, v + begin, vmax ? vmax + begin : nullptr,
-           end - begin);
-  });
+  vec::kernels().adam(s, p, g, m, v, vmax, n);  // split across tapegrad's threads when large
 }
 
 }  // namespace

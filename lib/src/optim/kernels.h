@@ -4,8 +4,9 @@
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
-#include "backend/thread_pool.h"
+#include "backend/parallel.h"
 
 namespace tg {
 namespace optim {
@@ -47,20 +48,11 @@ void with_flags(F&& f, bool b, Rest... rest) {
 }
 
 /// body(begin, end) over [0, n): in parts on tapegrad's threads (tg::set_num_threads) when n
-/// is large, else at once. An update is elementwise, so the parts give the same bits.
+/// is large, else at once (backend/parallel.h). An update is elementwise, so the parts give
+/// the same bits.
 template <class F>
 void for_range(int64_t n, F&& body) {
-  constexpr int64_t kMinPerPart = int64_t(1) << 15;  // 32K elements: ~10 µs of update
-  const int parts = static_cast<int>(
-      std::min<int64_t>(tg::detail::pool_threads(), std::max<int64_t>(1, n / kMinPerPart)));
-  if (parts == 1) {
-    body(int64_t(0), n);
-    return;
-  }
-  tg::detail::parallel_for(parts, [&](int p) {
-    auto edge = [&](int q) { return q == parts ? n : n * q / parts / 16 * 16; };
-    body(edge(p), edge(p + 1));
-  });
+  tg::detail::for_range(n, tg::detail::kGrain, std::forward<F>(body));
 }
 
 }  // namespace detail
