@@ -526,7 +526,8 @@ TEST_F(NnLayers, SequentialRunsModulesOneByOneWhereTheFusionWouldShow) {
   nn::init::normal_(scaled->bias);
   const Tensor x = input({5, 3});
   nn::Sequential custom(scaled, std::make_shared<nn::ReLU>());
-  EXPECT_TRUE(test_util::same_bits(custom.forward(x), relu(linear(x, scaled->weight, scaled->bias) * 2.0f)));
+  const Tensor doubled = linear(x, scaled->weight, scaled->bias) * 2.0f;
+  EXPECT_TRUE(test_util::same_bits(custom.forward(x), relu(doubled)));
 
   auto lin = std::make_shared<nn::Linear>(3, 4);
   nn::Sequential tanh_gelu(lin, std::make_shared<nn::GELU>(nn::GELUOptions().approximate("tanh")));
@@ -553,8 +554,10 @@ TEST_F(NnLayers, SequentialFusedPairErrorsNameTheLinear) {
                            {"mlp.0 (Linear 3→4)", "input last dim 2", "expected 3"});
   test_util::expect_error<ShapeError>([&] { seq->forward(ones({2, 3})); },
                            {"mlp.2 (Linear 5→2)", "input last dim 4", "expected 5"});
-  test_util::expect_error<ShapeError>([&] { seq->forward(scalar(1.0f)); }, {"mlp.0 (Linear 3→4)", "0-d"});
-  test_util::expect_error<ValueError>([&] { seq->forward(Tensor()); }, {"mlp.0 (Linear 3→4)", "undefined"});
+  test_util::expect_error<ShapeError>([&] { seq->forward(scalar(1.0f)); },
+                                      {"mlp.0 (Linear 3→4)", "0-d"});
+  test_util::expect_error<ValueError>([&] { seq->forward(Tensor()); },
+                                      {"mlp.0 (Linear 3→4)", "undefined"});
   const Tensor ids = zeros({2, 3}).to(kInt64);
   std::string alone, in_seq;
   try {

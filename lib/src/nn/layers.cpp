@@ -198,8 +198,9 @@ detail::Activation fused_activation(const UnaryModule& first, const UnaryModule&
   if (!x.defined() || x.dtype() != kFloat32 || x.dim() == 0 || x.size(-1) != in)
     return detail::Activation::None;
   if (typeid(second) == typeid(ReLU)) return detail::Activation::Relu;
-  if (typeid(second) == typeid(GELU) && static_cast<const GELU&>(second).options.approximate() == "none")
-    return detail::Activation::Gelu;
+  const bool exact_gelu = typeid(second) == typeid(GELU) &&
+                          static_cast<const GELU&>(second).options.approximate() == "none";
+  if (exact_gelu) return detail::Activation::Gelu;
   return detail::Activation::None;
 }
 
@@ -218,8 +219,8 @@ Tensor Sequential::forward(const Tensor& x) {
       y = items_[i]->forward(y);
       continue;
     }
-    const auto& linear = static_cast<const Linear&>(*items_[i]);
-    y = detail::linear_act(y, linear.weight, linear.bias, act);
+    const auto& lin = static_cast<const Linear&>(*items_[i]);
+    y = detail::linear_act(y, lin.weight, lin.bias, act);
     ++i;  // the activation ran too
   }
   return y;
