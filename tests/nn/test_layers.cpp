@@ -457,6 +457,123 @@ TEST_F(NnLayers, SequentialTrainEvalReachesDropout) {
   EXPECT_TRUE(ref::close(seq.forward(x), tanh(x), 0, 0));
 }
 
+// ---- Sequential: Linear + ReLU / exact GELU as one op ------------------------------------------
+
+/// y and the gradients of x and every parameter after sum(y · g), for a fixed g.
+struct Pass {
+  Tensor y;
+  std::vector<Tensor> grads;
+};
+Pass forward_backward(nn::Module& m, const std::function<Tensor()>& forward, const Tensor& x) {
+  m.zero_grad(true);
+  x.zero_grad();
+  Pass r;
+  r.y = forward();
+  manual_seed(5);
+  sum(r.y * randn(r.y.shape())).backward();
+  r.grads.push_back(x.grad());
+  for (const Tensor& p : m.parameters()) r.grads.push_back(p.grad());
+  return r;
+}
+
+// The fused pairs give what the modules one by one give, bit for bit: values, the input's
+// gradient and every parameter's; with and without bias, 2-D and 3-D inputs. The last op's
+// name shows the fusion ran.
+TEST_F(NnLayers, SequentialRunsLinearAndActivationAsOneOpBitForBit) {
+  for (const bool bias : {true, false}) {
+    auto l0 = std::make_shared<nn::Linear>(nn::LinearOptions(5, 7).bias(bias));
+    auto l2 = std::make_shared<nn::Linear>(7, 6);
+    auto l4 = std::make_shared<nn::Linear>(6, 3);
+    if (bias) nn::init::normal_(l0->bias);
+    nn::init::normal_(l2->bias);
+    nn::Sequential seq(l0, std::make_shared<nn::ReLU>(), l2, std::make_shared<nn::GELU>(), l4,
+                       std::make_shared<nn::ReLU>());
+    for (const Shape& shape : {Shape{4, 5}, Shape{2, 3, 5}}) {
+      SCOPED_TRACE("bias " + std::to_string(bias) + ", input " + to_string(shape));
+      const Tensor x = input(shape);
+      const Pass fused = forward_backward(seq, [&] { return seq.forward(x); }, x);
+      EXPECT_EQ(fused.y.op_name(), "linear_relu");
+      const Pass apart = forward_backward(seq, [&] {
+        const Tensor h1 = relu(linear(x, l0->weight, l0->bias));
+        return relu(linear(gelu(linear(h1, l2->weight, l2->bias)), l4->weight, l4->bias));
+      }, x);
+      EXPECT_EQ(apart.y.op_name(), "relu");
+      EXPECT_TRUE(test_util::same_bits(fused.y, apart.y));
+      ASSERT_EQ(fused.grads.size(), apart.grads.size());
+      for (size_t i = 0; i < fused.grads.size(); ++i)
+        EXPECT_TRUE(test_util::same_bits(fused.grads[i], apart.grads[i])) << "gradient " << i;
+    }
+  }
+}
+
+TEST_F(NnLayers, GradcheckSequentialWithFusedPairs) {
+  nn::Sequential seq(std::make_shared<nn::Linear>(3, 5), std::make_shared<nn::GELU>(),
+                     std::make_shared<nn::Linear>(5, 4), std::make_shared<nn::ReLU>(),
+                     std::make_shared<nn::Linear>(4, 2));
+  for (auto& p : seq.parameters()) p.data().assign(input(p.shape()).to_vector());
+  const Tensor x = input({4, 3});
+  check_module(seq, [&] { return seq.forward(x); }, {x});
+}
+
+// Where something could tell, the modules run one by one: a Linear subclass whose forward
+// does more, a GELU with the tanh form, and anomaly detection on (whose reports name each op).
+TEST_F(NnLayers, SequentialRunsModulesOneByOneWhereTheFusionWouldShow) {
+  struct ScaledLinear : nn::Linear {
+    ScaledLinear() : nn::Linear(3, 4) {}
+    Tensor forward(const Tensor& x) override { return nn::Linear::forward(x) * 2.0f; }
+  };
+  auto scaled = std::make_shared<ScaledLinear>();
+  nn::init::normal_(scaled->bias);
+  const Tensor x = input({5, 3});
+  nn::Sequential custom(scaled, std::make_shared<nn::ReLU>());
+  const Tensor doubled = linear(x, scaled->weight, scaled->bias) * 2.0f;
+  EXPECT_TRUE(test_util::same_bits(custom.forward(x), relu(doubled)));
+
+  auto lin = std::make_shared<nn::Linear>(3, 4);
+  nn::Sequential tanh_gelu(lin, std::make_shared<nn::GELU>(nn::GELUOptions().approximate("tanh")));
+  EXPECT_EQ(tanh_gelu.forward(x).op_name(), "gelu_tanh");
+
+  nn::Sequential plain(lin, std::make_shared<nn::ReLU>());
+  EXPECT_EQ(plain.forward(x).op_name(), "linear_relu");
+  DetectAnomalyGuard anomaly;
+  const Tensor y = plain.forward(x);
+  EXPECT_EQ(y.op_name(), "relu");
+  EXPECT_TRUE(test_util::same_bits(y, relu(linear(x, lin->weight, lin->bias))));
+}
+
+// Regression: an input a fused Linear does not take is an error naming that Linear's path, as
+// without the fusion, wherever the pair sits; and a wrong dtype is the Linear's own error.
+TEST_F(NnLayers, SequentialFusedPairErrorsNameTheLinear) {
+  auto root = std::make_shared<nn::Module>("Root");
+  auto seq = root->register_module(
+      "mlp", std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(3, 4),
+                                              std::make_shared<nn::ReLU>(),
+                                              std::make_shared<nn::Linear>(5, 2),
+                                              std::make_shared<nn::GELU>()));
+  test_util::expect_error<ShapeError>([&] { seq->forward(ones({2, 2})); },
+                           {"mlp.0 (Linear 3→4)", "input last dim 2", "expected 3"});
+  test_util::expect_error<ShapeError>([&] { seq->forward(ones({2, 3})); },
+                           {"mlp.2 (Linear 5→2)", "input last dim 4", "expected 5"});
+  test_util::expect_error<ShapeError>([&] { seq->forward(scalar(1.0f)); },
+                                      {"mlp.0 (Linear 3→4)", "0-d"});
+  test_util::expect_error<ValueError>([&] { seq->forward(Tensor()); },
+                                      {"mlp.0 (Linear 3→4)", "undefined"});
+  const Tensor ids = zeros({2, 3}).to(kInt64);
+  std::string alone, in_seq;
+  try {
+    seq->at<nn::Linear>(0)->forward(ids);
+  } catch (const TypeError& e) {
+    alone = e.what();
+  }
+  try {
+    seq->forward(ids);
+  } catch (const TypeError& e) {
+    in_seq = e.what();
+  }
+  EXPECT_FALSE(alone.empty());
+  EXPECT_EQ(in_seq, alone);
+}
+
 TEST_F(NnLayers, ModuleList) {
   struct Net : nn::Module {
     std::shared_ptr<nn::ModuleList> blocks;

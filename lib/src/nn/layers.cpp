@@ -3,11 +3,14 @@
 //
 // Legend: S = any shape of ids, V = vocabulary size, C = channels/features.
 #include <cmath>
+#include <typeinfo>
 
 #include "nn/format.h"
+#include "ops/linear_act.h"
 #include "tapegrad/autograd.h"
 #include "tapegrad/nn/init.h"
 #include "tapegrad/nn/layers.h"
+#include "tapegrad/nn/linear.h"
 #include "tapegrad/ops.h"
 
 namespace tg {
@@ -179,10 +182,47 @@ std::string Flatten::extra_repr() const {
 
 // ---- containers ------------------------------------------------------------------------------
 
+namespace {
+
+/// The activation Sequential runs inside the Linear `first` when `second` follows it and x
+/// comes in (detail::Activation::None: run them one by one). Only where nothing can tell the
+/// difference: `first` exactly a Linear and `second` exactly a ReLU or an exact GELU (not
+/// subclasses, whose forward may do more), an input the Linear takes (else its own forward
+/// runs, and its error names it), and anomaly detection off (its reports name each op and
+/// module as without fusion). There are no forward hooks to call, and neither module depends
+/// on train/eval.
+detail::Activation fused_activation(const UnaryModule& first, const UnaryModule& second,
+                                    const Tensor& x) {
+  if (typeid(first) != typeid(Linear) || is_anomaly_enabled()) return detail::Activation::None;
+  const int64_t in = static_cast<const Linear&>(first).options.in_features();
+  if (!x.defined() || x.dtype() != kFloat32 || x.dim() == 0 || x.size(-1) != in)
+    return detail::Activation::None;
+  if (typeid(second) == typeid(ReLU)) return detail::Activation::Relu;
+  const bool exact_gelu = typeid(second) == typeid(GELU) &&
+                          static_cast<const GELU&>(second).options.approximate() == "none";
+  if (exact_gelu) return detail::Activation::Gelu;
+  return detail::Activation::None;
+}
+
+}  // namespace
+
+// A Linear followed by ReLU or exact GELU runs as one op, detail::linear_act (as FeedForward's
+// fc1): the activation in place over the GEMM's output and its derivative applied in the
+// gradient's buffer, one pass each instead of two; the same values and gradients, bit for bit.
 Tensor Sequential::forward(const Tensor& x) {
   const auto scope = this->scope();  // names this module in anomaly reports
   Tensor y = x;
-  for (auto& m : items_) y = m->forward(y);
+  for (size_t i = 0; i < items_.size(); ++i) {
+    const auto act = i + 1 < items_.size() ? fused_activation(*items_[i], *items_[i + 1], y)
+                                           : detail::Activation::None;
+    if (act == detail::Activation::None) {
+      y = items_[i]->forward(y);
+      continue;
+    }
+    const auto& lin = static_cast<const Linear&>(*items_[i]);
+    y = detail::linear_act(y, lin.weight, lin.bias, act);
+    ++i;  // the activation ran too
+  }
   return y;
 }
 
