@@ -13,21 +13,17 @@ Each case <name> writes, under tests/fixtures/linear_act/:
     <name>.d{x,w,b}.npy  the gradients after y.backward(g)
 tests/ops/test_linear_act.cpp runs the same op in tapegrad and compares all of them.
 """
-import os
-
-import numpy as np
 import torch
 import torch.nn.functional as F
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "linear_act")
+import fixtures
+
+FIX = fixtures.Folder("linear_act")
+save = FIX.save
 torch.manual_seed(0)
 torch.set_default_dtype(torch.float32)
 
 ACTS = {"relu": F.relu, "gelu": F.gelu}  # F.gelu: the exact (erf) form, tapegrad's default
-
-
-def save(name, key, t):
-    np.save(os.path.join(OUT, f"{name}.{key}.npy"), np.ascontiguousarray(t.detach().numpy()))
 
 
 def case(name, act, x, w, b=None):
@@ -44,10 +40,7 @@ def case(name, act, x, w, b=None):
 
 
 def main():
-    os.makedirs(OUT, exist_ok=True)
-    for f in os.listdir(OUT):
-        if f.endswith(".npy"):
-            os.remove(os.path.join(OUT, f))
+    FIX.clear()
     for act in ACTS:
         # (B, T, C) -> (B, T, F) with a bias, as FeedForward's fc1
         case(f"{act}_3d", act, torch.randn(2, 3, 5), torch.randn(7, 5) * 0.5, torch.randn(7) * 0.5)

@@ -14,20 +14,15 @@ tests/ops/test_reference.cpp runs the same op in tapegrad and compares all of th
 """
 import os
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "ops")
+import fixtures
+
+FIX = fixtures.Folder("ops")
+save = FIX.save
 torch.manual_seed(0)
 torch.set_default_dtype(torch.float32)
-
-
-def save(name, key, t):
-    a = t.detach().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
-    if a.dtype == np.float64:
-        a = a.astype(np.float32)
-    np.save(os.path.join(OUT, f"{name}.{key}.npy"), np.array(a, order="C"))  # ascontiguousarray would make 0-d 1-d
 
 
 def case(name, fn, floats, ints=None):
@@ -47,10 +42,7 @@ def case(name, fn, floats, ints=None):
 
 
 def main():
-    os.makedirs(OUT, exist_ok=True)
-    for f in os.listdir(OUT):
-        if f.endswith(".npy"):
-            os.remove(os.path.join(OUT, f))
+    FIX.clear()
 
     # ---- softmax family: ordinary logits, and rows holding ±1000 ------------------------
     big = torch.randn(4, 5) * 3
@@ -144,7 +136,7 @@ def main():
          {"a": torch.randn(2, 3, 6), "b": torch.randn(2, 3, 6) * 2, "w": torch.randn(6),
           "bias": torch.randn(6)})
 
-    print("wrote", len(os.listdir(OUT)), "files to", os.path.normpath(OUT))
+    print("wrote", len(os.listdir(FIX.path)), "files to", os.path.normpath(FIX.path))
 
 
 if __name__ == "__main__":

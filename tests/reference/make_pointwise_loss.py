@@ -13,23 +13,16 @@ Each case <name> writes, under tests/fixtures/pointwise_loss/:
 Constant inputs (weights) are written as <name>.<input>.npy with no gradient.
 tests/ops/test_pointwise_loss.cpp and tests/nn/test_activation.cpp run the same ops and compare.
 """
-import os
-
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "pointwise_loss")
+import fixtures
+
+FIX = fixtures.Folder("pointwise_loss")
+save = FIX.save
 torch.manual_seed(16)
 torch.set_default_dtype(torch.float32)
-
-
-def save(name, key, t):
-    a = t.detach().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
-    if a.dtype == np.float64:
-        a = a.astype(np.float32)
-    np.save(os.path.join(OUT, f"{name}.{key}.npy"), np.array(a, order="C"))
 
 
 def case(name, fn, floats, consts=None, ints=None):
@@ -52,10 +45,7 @@ def case(name, fn, floats, consts=None, ints=None):
 
 
 def main():
-    os.makedirs(OUT, exist_ok=True)
-    for f in os.listdir(OUT):
-        if f.endswith(".npy"):
-            os.remove(os.path.join(OUT, f))
+    FIX.clear()
 
     # ---- elementwise --------------------------------------------------------------------------
     x = torch.randn(3, 5) * 2

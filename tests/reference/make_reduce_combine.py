@@ -14,23 +14,17 @@ Each case <name> writes, under tests/fixtures/reduce_combine/, the files of make
 and, for the ops without a gradient, <name>.*.npy as each block below says.
 tests/ops/test_reduce_combine.cpp runs the same functions in tapegrad and compares all of them.
 """
-import os
-
 import numpy as np
 import torch
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "reduce_combine")
+import fixtures
+
+FIX = fixtures.Folder("reduce_combine", bool_as=np.float32)
+save = FIX.save
 torch.manual_seed(0)
 torch.set_default_dtype(torch.float32)
 INF = float("inf")
 NAN = float("nan")
-
-
-def save(name, key, t):
-    a = t.detach().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
-    if a.dtype == np.float64 or a.dtype == np.bool_:
-        a = a.astype(np.float32)
-    np.save(os.path.join(OUT, f"{name}.{key}.npy"), np.array(a, order="C"))
 
 
 def case(name, fn, **inputs):
@@ -51,10 +45,7 @@ def weighted_cat(pieces, dim):
 
 
 def main():
-    os.makedirs(OUT, exist_ok=True)
-    for f in os.listdir(OUT):
-        if f.endswith(".npy"):
-            os.remove(os.path.join(OUT, f))
+    FIX.clear()
 
     # ---- max/min of the whole tensor, amax/amin: ties share the gradient --------------------
     ties = torch.tensor([[1.0, 3.0, -2.0, 3.0], [0.5, 3.0, -2.0, 0.0], [-2.0, 1.0, 2.0, -1.0]])
