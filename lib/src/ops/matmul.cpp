@@ -210,6 +210,20 @@ Array linear_forward(const LinearArgs& a) {
   return y;
 }
 
+/// Input i's gradient (of `shape`) from f(dst, beta), a product writing dst = P + beta·dst:
+/// straight into its leaf's .grad() with beta = 1 where BackwardContext::leaf_grad allows
+/// (`reads`: the storage the product reads), else into a new buffer with beta = 0, given.
+template <class F>
+void write_grad(BackwardContext& ctx, size_t i, const Shape& shape, const Storage* reads, F&& f) {
+  if (LeafGrad acc = ctx.leaf_grad(i, {reads})) {
+    f(acc.data(), 1.0f);
+    return;
+  }
+  Array grad = Array::from_shape(to_xshape(shape));
+  f(grad.data(), 0.0f);
+  ctx.give(i, std::move(grad));
+}
+
 /// linear's backward from dL/d(x Wᵀ + b), G (rows, out): what it saved, and the products.
 /// dx and dW go straight into their leaf's .grad() where it exists (the GEMM with
 /// beta = 1; BackwardContext::leaf_grad says when), else computed and given.
@@ -230,30 +244,16 @@ struct LinearBackward {
     if (ctx.needs(0)) {  // dx = G W
       const float* pw = ctx.read_data(sw);
       const gemm::OperandId iw = w_leaf ? operand_id(*sw.storage()) : gemm::OperandId{};
-      auto dx = [&](float* dst, float beta) {
+      write_grad(ctx, 0, xs, sw.storage(), [&](float* dst, float beta) {
         gemm::gemm(false, mw.trans, rows, in, out, 1.0f, g, out, pw, mw.ld, beta, dst, in, {}, iw);
-      };
-      if (LeafGrad acc = ctx.leaf_grad(0, {sw.storage()})) {
-        dx(acc.data(), 1.0f);
-      } else {
-        Array gx = Array::from_shape(to_xshape(xs));
-        dx(gx.data(), 0.0f);
-        ctx.give(0, std::move(gx));
-      }
+      });
     }
     if (ctx.needs(1)) {  // dW = Gᵀ x
       const float* px = ctx.read_data(sx);
       const gemm::OperandId ix = x_leaf ? operand_id(*sx.storage()) : gemm::OperandId{};
-      auto dw = [&](float* dst, float beta) {
+      write_grad(ctx, 1, ws, sx.storage(), [&](float* dst, float beta) {
         gemm::gemm(true, mx.trans, out, in, rows, 1.0f, g, out, px, mx.ld, beta, dst, in, {}, ix);
-      };
-      if (LeafGrad acc = ctx.leaf_grad(1, {sx.storage()})) {
-        dw(acc.data(), 1.0f);
-      } else {
-        Array gw = Array::from_shape(to_xshape(ws));
-        dw(gw.data(), 0.0f);
-        ctx.give(1, std::move(gw));
-      }
+      });
     }
     if (ctx.needs(2)) {  // db = Σ_r G[r], row after row (the vector kernels)
       // Summed apart and then added, even into an existing .grad(): adding the rows into it
