@@ -49,5 +49,15 @@ void for_rows(int64_t rows, int64_t cols, int64_t grain, F&& body) {
             std::forward<F>(body), 1);
 }
 
+/// f(r) for every row r < rows of `cols` elements each, the rows split as for_rows splits
+/// them (I: the caller's index type, int64_t or size_t).
+template <class I, class F>
+void for_each_row(I rows, I cols, int64_t grain, F&& f) {
+  for_rows(static_cast<int64_t>(rows), static_cast<int64_t>(cols), grain,
+           [&](int64_t r0, int64_t r1) {
+             for (auto r = static_cast<I>(r0); r < static_cast<I>(r1); ++r) f(r);
+           });
+}
+
 }  // namespace detail
 }  // namespace tg

@@ -93,36 +93,32 @@ Tensor reference_attention(const AttentionShape& s, const Tensor& q, const Tenso
   // masked scores and the row maximum (each row then holds S - max, -inf where masked),
   // exp (masked -> 0; a row whose keys are all masked becomes a defined zero row instead
   // of 0/0), and each row's normalisation. Each sweep splits its rows across threads.
-  for_rows(N * Tq, Tk, kGrain / 2, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t n = r / Tq, i = r % Tq;
-      float* row = p + r * Tk;
-      const float* m = pm ? pm + mi.offset[static_cast<size_t>(n)] + i * mi.sq : nullptr;
-      const int64_t end = is_causal ? std::min(Tk, i + 1) : Tk;  // keys j > i are masked
-      float mx = kNegInf;
-      for (int64_t j = 0; j < end; ++j) {
-        float x = row[j];
-        if (m) {
-          const float mv = m[j * mi.sk];
-          x = boolean ? (mv != 0.0f ? kNegInf : x) : x + mv;
-        }
-        row[j] = x;
-        mx = std::max(mx, x);
+  for_each_row(N * Tq, Tk, kGrain / 2, [&](int64_t r) {
+    const int64_t n = r / Tq, i = r % Tq;
+    float* row = p + r * Tk;
+    const float* m = pm ? pm + mi.offset[static_cast<size_t>(n)] + i * mi.sq : nullptr;
+    const int64_t end = is_causal ? std::min(Tk, i + 1) : Tk;  // keys j > i are masked
+    float mx = kNegInf;
+    for (int64_t j = 0; j < end; ++j) {
+      float x = row[j];
+      if (m) {
+        const float mv = m[j * mi.sk];
+        x = boolean ? (mv != 0.0f ? kNegInf : x) : x + mv;
       }
-      if (mx == kNegInf) mx = 0.0f;  // all masked: the row stays -inf
-      for (int64_t j = 0; j < end; ++j) row[j] -= mx;
-      std::fill(row + end, row + Tk, kNegInf);
+      row[j] = x;
+      mx = std::max(mx, x);
     }
+    if (mx == kNegInf) mx = 0.0f;  // all masked: the row stays -inf
+    for (int64_t j = 0; j < end; ++j) row[j] -= mx;
+    std::fill(row + end, row + Tk, kNegInf);
   });
   vec::kernels().exp(p, p, P->size());
-  for_rows(N * Tq, Tk, kGrain / 2, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      float* row = p + r * Tk;
-      const double z = lane_sum(static_cast<size_t>(Tk), [&](size_t j) { return row[j]; });
-      if (z == 0) continue;  // all masked
-      const float inv = static_cast<float>(1.0 / z);
-      for (int64_t j = 0; j < Tk; ++j) row[j] *= inv;
-    }
+  for_each_row(N * Tq, Tk, kGrain / 2, [&](int64_t r) {
+    float* row = p + r * Tk;
+    const double z = lane_sum(static_cast<size_t>(Tk), [&](size_t j) { return row[j]; });
+    if (z == 0) return;  // all masked
+    const float inv = static_cast<float>(1.0 / z);
+    for (int64_t j = 0; j < Tk; ++j) row[j] *= inv;
   });
 
   std::shared_ptr<Array> keep;  // M/(1-p) per weight, when dropout is active
@@ -171,16 +167,14 @@ Tensor reference_attention(const AttentionShape& s, const Tensor& q, const Tenso
                                s.v, d, lp);
                   const float* p = P->data();
                   const float* kp = keep ? keep->data() : nullptr;
-                  for_rows(N * Tq, Tk, kGrain / 2, [&](int64_t r0, int64_t r1) {  // dS by rows
-                    for (int64_t r = r0; r < r1; ++r) {
-                      float* dr = d + r * Tk;
-                      const float* pr = p + r * Tk;
-                      if (kp)
-                        for (int64_t j = 0; j < Tk; ++j) dr[j] *= kp[r * Tk + j];
-                      const float dot = static_cast<float>(lane_sum(
-                          static_cast<size_t>(Tk), [&](size_t j) { return dr[j] * pr[j]; }));
-                      for (int64_t j = 0; j < Tk; ++j) dr[j] = pr[j] * (dr[j] - dot);
-                    }
+                  for_each_row(N * Tq, Tk, kGrain / 2, [&](int64_t r) {  // dS by rows
+                    float* dr = d + r * Tk;
+                    const float* pr = p + r * Tk;
+                    if (kp)
+                      for (int64_t j = 0; j < Tk; ++j) dr[j] *= kp[r * Tk + j];
+                    const float dot = static_cast<float>(lane_sum(
+                        static_cast<size_t>(Tk), [&](size_t j) { return dr[j] * pr[j]; }));
+                    for (int64_t j = 0; j < Tk; ++j) dr[j] = pr[j] * (dr[j] - dot);
                   });
                   if (ctx.needs(0)) {
                     Array dq = s.packed ? Array() : Array::from_shape(to_xshape(q_shape));

@@ -119,18 +119,16 @@ Array softmax_backward(const View& y, const Array& g, const AxisSplit& s, bool l
   Array gx = Array::from_shape(y.shape());
   const float *py = y.data(), *pg = g.data();
   float* out = gx.data();
-  const auto outer = static_cast<int64_t>(s.outer), row = static_cast<int64_t>(s.n * s.inner);
-  for_rows(outer, row, kGrain / 4, [&](int64_t o0, int64_t o1) {  // rows split across threads
-    for (auto o = static_cast<size_t>(o0); o < static_cast<size_t>(o1); ++o)
-      for (size_t j = 0; j < s.inner; ++j) {
-        const size_t base = o * s.n * s.inner + j;
-        float acc = 0;  // Σ g y, or Σ g
-        for (size_t i = 0; i < s.n; ++i) acc += pg[base + i * s.inner] * (log ? 1.0f : py[base + i * s.inner]);
-        for (size_t i = 0; i < s.n; ++i) {
-          const size_t k = base + i * s.inner;
-          out[k] = log ? pg[k] - std::exp(py[k]) * acc : py[k] * (pg[k] - acc);
-        }
+  for_each_row(s.outer, s.n * s.inner, kGrain / 4, [&](size_t o) {  // rows split across threads
+    for (size_t j = 0; j < s.inner; ++j) {
+      const size_t base = o * s.n * s.inner + j;
+      float acc = 0;  // Σ g y, or Σ g
+      for (size_t i = 0; i < s.n; ++i) acc += pg[base + i * s.inner] * (log ? 1.0f : py[base + i * s.inner]);
+      for (size_t i = 0; i < s.n; ++i) {
+        const size_t k = base + i * s.inner;
+        out[k] = log ? pg[k] - std::exp(py[k]) * acc : py[k] * (pg[k] - acc);
       }
+    }
   });
   return gx;
 }

@@ -149,11 +149,9 @@ Tensor layer_norm(const Tensor& x_arg, const Shape& normalized_shape, const Tens
   const float* px = val(x).data();
   const float* w = weight.defined() ? val(weight).data() : nullptr;
   const float* b = bias.defined() ? val(bias).data() : nullptr;
-  for_rows(static_cast<int64_t>(rows), static_cast<int64_t>(N), kGrain / 4, [&](int64_t r0, int64_t r1) {
-    for (auto r = static_cast<size_t>(r0); r < static_cast<size_t>(r1); ++r) {
-      float mu;
-      norm_row(px + r * N, N, eps, w, b, y.data() + r * N, xhat->data() + r * N, mu, (*rstd)[r]);
-    }
+  for_each_row(rows, N, kGrain / 4, [&](size_t r) {  // rows split across threads
+    float mu;
+    norm_row(px + r * N, N, eps, w, b, y.data() + r * N, xhat->data() + r * N, mu, (*rstd)[r]);
   });
   const Saved sw = weight.defined() ? Saved(weight) : Saved();
   return record("layer_norm", std::move(y), {x, weight, bias},
@@ -170,15 +168,12 @@ Tensor layer_norm(const Tensor& x_arg, const Shape& normalized_shape, const Tens
                       data_if(ctx.needs(1), gw), data_if(ctx.needs(2), gb));
                   const bool dx = ctx.needs(0);
                   if (dx)
-                    for_rows(static_cast<int64_t>(rows), static_cast<int64_t>(N), kGrain / 4,
-                             [&](int64_t r0, int64_t r1) {
-                               for (auto r = static_cast<size_t>(r0); r < static_cast<size_t>(r1); ++r) {
-                                 float* gr = gx.data() + r * N;
-                                 const float* hr = h + r * N;
-                                 norm_row_backward(gr, [hr](size_t i) { return hr[i]; }, w,
-                                                   (*rstd)[r], N, nullptr, gr);
-                               }
-                             });
+                    for_each_row(rows, N, kGrain / 4, [&](size_t r) {
+                      float* gr = gx.data() + r * N;
+                      const float* hr = h + r * N;
+                      norm_row_backward(gr, [hr](size_t i) { return hr[i]; }, w, (*rstd)[r], N,
+                                        nullptr, gr);
+                    });
                   if (ctx.needs(1)) ctx.give(1, std::move(gw));
                   if (ctx.needs(2)) ctx.give(2, std::move(gb));
                   if (dx) ctx.give(0, std::move(gx));
@@ -217,12 +212,10 @@ AddLayerNorm add_layer_norm(const Tensor& a_arg, const Tensor& b_arg, const Shap
   const float* bi = bias.defined() ? val(bias).data() : nullptr;
   const vec::Kernels& k = vec::kernels();
   // Each row of s is still in cache when it is normalized; the rows split across threads.
-  for_rows(static_cast<int64_t>(rows), static_cast<int64_t>(N), kGrain / 4, [&](int64_t r0, int64_t r1) {
-    for (auto r = static_cast<size_t>(r0); r < static_cast<size_t>(r1); ++r) {
-      float* sr = s->data.data() + r * N;
-      k.binary(vec::Binary::Add, pa + r * N, N, pb + r * N, N, sr, N);  // as add()
-      norm_row(sr, N, eps, w, bi, n.data() + r * N, nullptr, (*stats)[2 * r], (*stats)[2 * r + 1]);
-    }
+  for_each_row(rows, N, kGrain / 4, [&](size_t r) {
+    float* sr = s->data.data() + r * N;
+    k.binary(vec::Binary::Add, pa + r * N, N, pb + r * N, N, sr, N);  // as add()
+    norm_row(sr, N, eps, w, bi, n.data() + r * N, nullptr, (*stats)[2 * r], (*stats)[2 * r + 1]);
   });
   if (!will_record(a, b, weight, bias))
     return {record(op, s, {a, b, weight, bias}, BackwardFn()),
@@ -262,13 +255,10 @@ AddLayerNorm add_layer_norm(const Tensor& a_arg, const Tensor& b_arg, const Shap
           norm_columns_backward(g, hat, rows, N, data_if(ctx.needs(2), gw),
                                 data_if(ctx.needs(3), gb));
           if (o)
-            for_rows(static_cast<int64_t>(rows), static_cast<int64_t>(N), kGrain / 4,
-                     [&](int64_t r0, int64_t r1) {
-                       for (auto r = static_cast<size_t>(r0); r < static_cast<size_t>(r1); ++r)
-                         norm_row_backward(g + r * N, [&hat, r](size_t i) { return hat(r, i); }, w,
-                                           st[2 * r + 1], N, add ? add + r * N : nullptr,
-                                           o + r * N);
-                     });
+            for_each_row(rows, N, kGrain / 4, [&](size_t r) {
+              norm_row_backward(g + r * N, [&hat, r](size_t i) { return hat(r, i); }, w,
+                                st[2 * r + 1], N, add ? add + r * N : nullptr, o + r * N);
+            });
           if (ctx.needs(2)) ctx.give(2, std::move(gw));
           if (ctx.needs(3)) ctx.give(3, std::move(gb));
           if (!dx) return;
@@ -385,34 +375,32 @@ Tensor cross_entropy(const Tensor& logits_arg, const Indices& targets, const Cro
   auto logp = std::make_shared<Array>(Array::from_shape(val(logits).shape()));
   Array per = Array::from_shape(to_xshape(ls.none_shape));
   const float* x = val(logits).data();
-  const auto outer = static_cast<int64_t>(s.outer), row = static_cast<int64_t>(s.n * s.inner);
-  for_rows(outer, row, kGrain / 8, [&](int64_t r0, int64_t r1) {  // rows split across threads
-    for (auto o2 = static_cast<size_t>(r0); o2 < static_cast<size_t>(r1); ++o2)
-      for (size_t j = 0; j < s.inner; ++j) {
-        const size_t base = o2 * s.n * s.inner + j, e = o2 * s.inner + j;
-        float m = -INFINITY;
-        for (size_t i = 0; i < s.n; ++i) m = std::max(m, x[base + i * s.inner]);
-        double z = 0;
-        for (size_t i = 0; i < s.n; ++i) z += std::exp(static_cast<double>(x[base + i * s.inner] - m));
-        const float lz = static_cast<float>(std::log(z));  // subtracted after m: see log_softmax
-        double all = 0;  // Σ_k w_k logp[k]
-        for (size_t i = 0; i < s.n; ++i) {
-          const float lp = (x[base + i * s.inner] - m) - lz;
-          logp->data()[base + i * s.inner] = lp;
-          all += ls.w(static_cast<int64_t>(i)) * lp;
-        }
-        const int64_t t = targets.values[e];
-        if (t == o.ignore_index()) {
-          per.data()[e] = 0.0f;
-        } else {
-          // Without smoothing the Σ term is left out, not multiplied by 0: a -inf logit of
-          // another class (a masked class) would make it 0·(-inf) = NaN. PyTorch gives the plain
-          // -logp[t] there.
-          const float smooth = eps > 0.0f ? eps / K * static_cast<float>(all) : 0.0f;
-          per.data()[e] =
-              -(1.0f - eps) * ls.w(t) * logp->data()[base + static_cast<size_t>(t) * s.inner] - smooth;
-        }
+  for_each_row(s.outer, s.n * s.inner, kGrain / 8, [&](size_t o2) {  // rows split across threads
+    for (size_t j = 0; j < s.inner; ++j) {
+      const size_t base = o2 * s.n * s.inner + j, e = o2 * s.inner + j;
+      float m = -INFINITY;
+      for (size_t i = 0; i < s.n; ++i) m = std::max(m, x[base + i * s.inner]);
+      double z = 0;
+      for (size_t i = 0; i < s.n; ++i) z += std::exp(static_cast<double>(x[base + i * s.inner] - m));
+      const float lz = static_cast<float>(std::log(z));  // subtracted after m: see log_softmax
+      double all = 0;  // Σ_k w_k logp[k]
+      for (size_t i = 0; i < s.n; ++i) {
+        const float lp = (x[base + i * s.inner] - m) - lz;
+        logp->data()[base + i * s.inner] = lp;
+        all += ls.w(static_cast<int64_t>(i)) * lp;
       }
+      const int64_t t = targets.values[e];
+      if (t == o.ignore_index()) {
+        per.data()[e] = 0.0f;
+      } else {
+        // Without smoothing the Σ term is left out, not multiplied by 0: a -inf logit of
+        // another class (a masked class) would make it 0·(-inf) = NaN. PyTorch gives the plain
+        // -logp[t] there.
+        const float smooth = eps > 0.0f ? eps / K * static_cast<float>(all) : 0.0f;
+        per.data()[e] =
+            -(1.0f - eps) * ls.w(t) * logp->data()[base + static_cast<size_t>(t) * s.inner] - smooth;
+      }
+    }
   });
   const Reduction red = o.reduction();
   const float denom = ls.scale_denominator;
@@ -425,23 +413,20 @@ Tensor cross_entropy(const Tensor& logits_arg, const Indices& targets, const Cro
                 [logp, tv, s, eps, K, red, denom, ignore, cw, w_all](BackwardContext& ctx) {
                   auto w = [&](int64_t k) { return cw ? (*cw)[static_cast<size_t>(k)] : 1.0f; };
                   Array gx = Array::from_shape(logp->shape());
-                  const auto outer = static_cast<int64_t>(s.outer);
-                  const auto row = static_cast<int64_t>(s.n * s.inner);
-                  for_rows(outer, row, kGrain / 8, [&](int64_t r0, int64_t r1) {
-                    for (auto o2 = static_cast<size_t>(r0); o2 < static_cast<size_t>(r1); ++o2)
-                      for (size_t j = 0; j < s.inner; ++j) {
-                        const size_t base = o2 * s.n * s.inner + j, e = o2 * s.inner + j;
-                        const int64_t t = tv[e];
-                        const float up = t == ignore ? 0.0f : loss_grad_at(ctx.grad, red, denom, e);
-                        const float wt = t == ignore ? 0.0f : w(t);
-                        const float c = (1.0f - eps) * wt + static_cast<float>(eps / K * w_all);
-                        for (size_t i = 0; i < s.n; ++i) {
-                          const int64_t k = static_cast<int64_t>(i);
-                          const float target = (k == t ? (1.0f - eps) * wt : 0.0f) + eps / K * w(k);
-                          gx.data()[base + i * s.inner] =
-                              (std::exp(logp->data()[base + i * s.inner]) * c - target) * up;
-                        }
+                  for_each_row(s.outer, s.n * s.inner, kGrain / 8, [&](size_t o2) {
+                    for (size_t j = 0; j < s.inner; ++j) {
+                      const size_t base = o2 * s.n * s.inner + j, e = o2 * s.inner + j;
+                      const int64_t t = tv[e];
+                      const float up = t == ignore ? 0.0f : loss_grad_at(ctx.grad, red, denom, e);
+                      const float wt = t == ignore ? 0.0f : w(t);
+                      const float c = (1.0f - eps) * wt + static_cast<float>(eps / K * w_all);
+                      for (size_t i = 0; i < s.n; ++i) {
+                        const int64_t k = static_cast<int64_t>(i);
+                        const float target = (k == t ? (1.0f - eps) * wt : 0.0f) + eps / K * w(k);
+                        gx.data()[base + i * s.inner] =
+                            (std::exp(logp->data()[base + i * s.inner]) * c - target) * up;
                       }
+                    }
                   });
                   ctx.give(0, std::move(gx));
                 });

@@ -199,8 +199,8 @@ Array linear_forward(const LinearArgs& a) {
     const float* pb = val(a.bias).data();
     float* py = y.data();
     const int64_t out = a.out;
-    for_rows(a.rows, out, kGrain, [=](int64_t r0, int64_t r1) {  // rows split across threads
-      for (int64_t r = r0; r < r1; ++r) std::copy(pb, pb + out, py + r * out);
+    for_each_row(a.rows, out, kGrain, [=](int64_t r) {  // rows split across threads
+      std::copy(pb, pb + out, py + r * out);
     });
     beta = 1.0f;
   }

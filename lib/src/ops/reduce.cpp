@@ -150,28 +150,26 @@ Array softmax_forward(const View& x, const AxisSplit& s, bool log) {
   Array y = Array::from_shape(x.shape());
   const float* px = x.data();
   float* py = y.data();
-  const auto outer = static_cast<int64_t>(s.outer), row = static_cast<int64_t>(s.n * s.inner);
-  for_rows(outer, row, kGrain / 8, [&](int64_t o0, int64_t o1) {
-    for (auto o = static_cast<size_t>(o0); o < static_cast<size_t>(o1); ++o)
-      for (size_t j = 0; j < s.inner; ++j) {
-        const size_t base = o * s.n * s.inner + j;
-        float m = -std::numeric_limits<float>::infinity();
-        for (size_t i = 0; i < s.n; ++i) m = std::max(m, px[base + i * s.inner]);
-        if (!std::isfinite(m)) m = 0.0f;  // all -inf (or +inf): let the arithmetic speak
-        double z = 0;
-        for (size_t i = 0; i < s.n; ++i) z += std::exp(static_cast<double>(px[base + i * s.inner] - m));
-        if (log) {
-          // (x - m) - log z, not x - (m + log z): near |x| = 1000 the float m + log z would
-          // round to a step of 6e-5.
-          const float lz = static_cast<float>(std::log(z));
-          for (size_t i = 0; i < s.n; ++i) py[base + i * s.inner] = (px[base + i * s.inner] - m) - lz;
-        } else {
-          const double inv = 1.0 / z;
-          for (size_t i = 0; i < s.n; ++i)
-            py[base + i * s.inner] =
-                static_cast<float>(std::exp(static_cast<double>(px[base + i * s.inner] - m)) * inv);
-        }
+  for_each_row(s.outer, s.n * s.inner, kGrain / 8, [&](size_t o) {
+    for (size_t j = 0; j < s.inner; ++j) {
+      const size_t base = o * s.n * s.inner + j;
+      float m = -std::numeric_limits<float>::infinity();
+      for (size_t i = 0; i < s.n; ++i) m = std::max(m, px[base + i * s.inner]);
+      if (!std::isfinite(m)) m = 0.0f;  // all -inf (or +inf): let the arithmetic speak
+      double z = 0;
+      for (size_t i = 0; i < s.n; ++i) z += std::exp(static_cast<double>(px[base + i * s.inner] - m));
+      if (log) {
+        // (x - m) - log z, not x - (m + log z): near |x| = 1000 the float m + log z would
+        // round to a step of 6e-5.
+        const float lz = static_cast<float>(std::log(z));
+        for (size_t i = 0; i < s.n; ++i) py[base + i * s.inner] = (px[base + i * s.inner] - m) - lz;
+      } else {
+        const double inv = 1.0 / z;
+        for (size_t i = 0; i < s.n; ++i)
+          py[base + i * s.inner] =
+              static_cast<float>(std::exp(static_cast<double>(px[base + i * s.inner] - m)) * inv);
       }
+    }
   });
   return y;
 }
