@@ -572,6 +572,22 @@ TEST_F(NnLayers, SequentialFusedPairErrorsNameTheLinear) {
   }
   EXPECT_FALSE(alone.empty());
   EXPECT_EQ(in_seq, alone);
+  // A weight replaced by one of another shape: the same error as the Linear alone gives.
+  seq->at<nn::Linear>(0)->weight = randn({4, 5}, true);
+  alone.clear();
+  in_seq.clear();
+  try {
+    seq->at<nn::Linear>(0)->forward(ones({2, 3}));
+  } catch (const ShapeError& e) {
+    alone = e.what();
+  }
+  try {
+    seq->forward(ones({2, 3}));
+  } catch (const ShapeError& e) {
+    in_seq = e.what();
+  }
+  EXPECT_FALSE(alone.empty());
+  EXPECT_EQ(in_seq, alone);
 }
 
 TEST_F(NnLayers, ModuleList) {

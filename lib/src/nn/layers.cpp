@@ -187,16 +187,19 @@ namespace {
 /// The activation Sequential runs inside the Linear `first` when `second` follows it and x
 /// comes in (detail::Activation::None: run them one by one). Only where nothing can tell the
 /// difference: `first` exactly a Linear and `second` exactly a ReLU or an exact GELU (not
-/// subclasses, whose forward may do more), an input the Linear takes (else its own forward
-/// runs, and its error names it), and anomaly detection off (its reports name each op and
+/// subclasses, whose forward may do more), an input and a weight the Linear takes (else its
+/// own forward runs, and its error names it), and anomaly detection off (its reports name each op and
 /// module as without fusion). There are no forward hooks to call, and neither module depends
 /// on train/eval.
 detail::Activation fused_activation(const UnaryModule& first, const UnaryModule& second,
                                     const Tensor& x) {
   if (typeid(first) != typeid(Linear) || is_anomaly_enabled()) return detail::Activation::None;
-  const int64_t in = static_cast<const Linear&>(first).options.in_features();
+  const Linear& lin = static_cast<const Linear&>(first);
+  const int64_t in = lin.options.in_features();
   if (!x.defined() || x.dtype() != kFloat32 || x.dim() == 0 || x.size(-1) != in)
     return detail::Activation::None;
+  if (!lin.weight.defined() || lin.weight.shape() != Shape{lin.options.out_features(), in})
+    return detail::Activation::None;  // a weight replaced by another shape: linear's error
   if (typeid(second) == typeid(ReLU)) return detail::Activation::Relu;
   const bool exact_gelu = typeid(second) == typeid(GELU) &&
                           static_cast<const GELU&>(second).options.approximate() == "none";
