@@ -184,27 +184,31 @@ std::string Flatten::extra_repr() const {
 
 namespace {
 
-/// The activation Sequential runs inside the Linear `first` when `second` follows it and x
-/// comes in (detail::Activation::None: run them one by one). Only where nothing can tell the
-/// difference: `first` exactly a Linear and `second` exactly a ReLU or an exact GELU (not
-/// subclasses, whose forward may do more), an input and a weight the Linear takes (else its
-/// own forward runs, and its error names it), and anomaly detection off (its reports name each op and
-/// module as without fusion). There are no forward hooks to call, and neither module depends
-/// on train/eval.
-detail::Activation fused_activation(const UnaryModule& first, const UnaryModule& second,
-                                    const Tensor& x) {
-  if (typeid(first) != typeid(Linear) || is_anomaly_enabled()) return detail::Activation::None;
+/// Runs `first` and `second` as one op, y ← act(linear(y)), and returns true, where nothing
+/// can tell the difference (else false, y untouched: run them one by one): `first` exactly a
+/// Linear and `second` exactly a ReLU or an exact GELU (not subclasses, whose forward may do
+/// more), an input and a weight the Linear takes (else its own forward runs, and its error
+/// names it), and anomaly detection off (its reports name each op and module as without
+/// fusion). There are no forward hooks to call, and neither module depends on train/eval.
+/// Not inlined: Sequential::forward recurses once per nesting level, and its frame must stay
+/// small (10,000 nested Sequentials run under AddressSanitizer, test_module.cpp).
+[[gnu::noinline]] bool forward_fused(const UnaryModule& first, const UnaryModule& second,
+                                     Tensor& y) {
+  if (typeid(first) != typeid(Linear) || is_anomaly_enabled()) return false;
   const Linear& lin = static_cast<const Linear&>(first);
   const int64_t in = lin.options.in_features();
-  if (!x.defined() || x.dtype() != kFloat32 || x.dim() == 0 || x.size(-1) != in)
-    return detail::Activation::None;
+  if (!y.defined() || y.dtype() != kFloat32 || y.dim() == 0 || y.size(-1) != in) return false;
   if (!lin.weight.defined() || lin.weight.shape() != Shape{lin.options.out_features(), in})
-    return detail::Activation::None;  // a weight replaced by another shape: linear's error
-  if (typeid(second) == typeid(ReLU)) return detail::Activation::Relu;
-  const bool exact_gelu = typeid(second) == typeid(GELU) &&
-                          static_cast<const GELU&>(second).options.approximate() == "none";
-  if (exact_gelu) return detail::Activation::Gelu;
-  return detail::Activation::None;
+    return false;  // a weight replaced by another shape: linear's error
+  detail::Activation act = detail::Activation::None;
+  if (typeid(second) == typeid(ReLU))
+    act = detail::Activation::Relu;
+  else if (typeid(second) == typeid(GELU) &&
+           static_cast<const GELU&>(second).options.approximate() == "none")
+    act = detail::Activation::Gelu;
+  if (act == detail::Activation::None) return false;
+  y = detail::linear_act(y, lin.weight, lin.bias, act);
+  return true;
 }
 
 }  // namespace
@@ -216,15 +220,10 @@ Tensor Sequential::forward(const Tensor& x) {
   const auto scope = this->scope();  // names this module in anomaly reports
   Tensor y = x;
   for (size_t i = 0; i < items_.size(); ++i) {
-    const auto act = i + 1 < items_.size() ? fused_activation(*items_[i], *items_[i + 1], y)
-                                           : detail::Activation::None;
-    if (act == detail::Activation::None) {
+    if (i + 1 < items_.size() && forward_fused(*items_[i], *items_[i + 1], y))
+      ++i;  // the activation ran too
+    else
       y = items_[i]->forward(y);
-      continue;
-    }
-    const auto& lin = static_cast<const Linear&>(*items_[i]);
-    y = detail::linear_act(y, lin.weight, lin.bias, act);
-    ++i;  // the activation ran too
   }
   return y;
 }
